@@ -1,0 +1,10 @@
+"""kerasrs: a Keras-style deep-learning library on NumPy/CuPy with its own reverse-mode autodiff."""
+
+__version__ = "0.1.0"
+
+from kerasrs import backend  # noqa: F401
+from kerasrs import ops  # noqa: F401
+from kerasrs import testing  # noqa: F401
+from kerasrs import utils  # noqa: F401
+from kerasrs.autodiff import GradientTape, Tensor, Variable, no_grad, value_and_grad  # noqa: F401
+from kerasrs.autodiff import convert_to_tensor  # noqa: F401

@@ -1,0 +1,456 @@
+"""Reverse-mode automatic differentiation: `Tensor`, `Variable`, `Function` and `GradientTape`.
+
+How a gradient is found (read this once and the rest follows):
+
+1. Every differentiable op is a `Function` subclass. ``forward(*arrays)`` computes the result on
+   plain backend arrays and saves on ``self`` what ``backward`` will need; ``backward(gy)`` returns
+   one gradient array (or None) per input.
+2. ``Function.apply(*inputs)`` runs ``forward`` and, only while a `GradientTape` is recording and an
+   input is being watched by it, appends the Function to that tape. Outside a tape nothing is kept:
+   the Function is dropped as soon as ``apply`` returns (inference is tape-free).
+3. The tape's list is in execution order, which is already a topological order. ``tape.gradient``
+   first marks the ops that lead from a source, then walks the list backwards once, calling
+   ``backward`` only on those ops (no recursion, so a 10,000-op chain is fine). Gradients of inputs
+   that were broadcast are summed back to the input's shape in one place, `sum_to`.
+
+Gradients are first order: ``backward`` works on arrays, not Tensors.
+"""
+
+import contextlib
+
+import numpy as np
+
+from kerasrs import backend as backend_module
+
+_tapes = []  # the GradientTapes now recording, innermost last
+
+
+class Tensor:
+    """An n-dimensional array on one backend, usable with Python operators and `kerasrs.ops`.
+
+    Args:
+        data: array-like. Python floats and lists of floats become ``floatx()`` (float32);
+            NumPy/CuPy arrays keep their dtype.
+        dtype: optional dtype to cast to.
+
+    Attributes:
+        data: the backend array (``numpy.ndarray`` or ``cupy.ndarray``).
+        backend: the `kerasrs.backend.Backend` that owns ``data``.
+    """
+
+    __array_priority__ = 1000  # make ndarray + Tensor call Tensor.__radd__
+
+    def __init__(self, data, dtype=None, backend=None):
+        if isinstance(data, Tensor):
+            data = data.data
+        be = backend or backend_module.backend_of(data)
+        if not be.is_array(data):
+            data = _to_array(data, be, dtype)
+        elif dtype is not None:
+            data = data.astype(backend_module.standardize_dtype(dtype), copy=False)
+        self.data = data
+        self.backend = be
+
+    # -- array-like properties -----------------------------------------------------------------
+    shape = property(lambda self: tuple(self.data.shape))
+    dtype = property(lambda self: self.data.dtype)
+    ndim = property(lambda self: self.data.ndim)
+    size = property(lambda self: self.data.size)
+
+    def numpy(self):
+        """A host NumPy array with the values (a copy on the GPU, a view on the CPU)."""
+        return self.backend.to_numpy(self.data)
+
+    def item(self):
+        return self.data.item()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __float__(self):
+        return float(self.data)
+
+    def __int__(self):
+        return int(self.data)
+
+    def __bool__(self):
+        return bool(self.data)
+
+    def __repr__(self):
+        return f"<Tensor shape={self.shape} dtype={self.dtype.name}\n{self.numpy()!r}>"
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    __hash__ = object.__hash__  # comparisons return Tensors, so keep identity hashing
+
+    # Python operators are wired to ops in kerasrs.ops.math (see _install_operators there).
+
+
+class Variable(Tensor):
+    """A named, mutable Tensor holding trainable (or non-trainable) state, as in Keras.
+
+    Args:
+        initializer: an initial value (array-like) or a callable ``initializer(shape, dtype)``.
+        shape: tuple, needed when ``initializer`` is a callable.
+        dtype: dtype name; defaults to ``floatx()`` for float values.
+        trainable: bool, whether a `GradientTape` watches it automatically and optimizers update it.
+        name: str, the short name (``kernel``, ``bias``, ...).
+    """
+
+    def __init__(self, initializer, shape=None, dtype=None, trainable=True, name=None):
+        if callable(initializer):
+            if shape is None:
+                raise ValueError(f"Variable {name!r}: a callable initializer needs `shape`.")
+            value = initializer(tuple(shape), dtype=backend_module.standardize_dtype(dtype))
+        else:
+            value = initializer
+        if dtype is None and not hasattr(value, "dtype"):
+            dtype = backend_module.floatx()
+        be = backend_module.get()
+        data = _to_array(getattr(value, "data", value), be, dtype)
+        if shape is not None and tuple(data.shape) != tuple(shape):
+            raise ValueError(f"Variable {name!r}: initial value has shape {data.shape}, "
+                             f"expected {tuple(shape)}.")
+        super().__init__(data, backend=be)
+        self.trainable = trainable
+        self.name = name or "variable"
+        self.path = self.name
+
+    def assign(self, value):
+        """Overwrite the values in place (the shape and dtype stay). Returns self."""
+        value = getattr(value, "data", value)
+        if tuple(np.shape(value)) not in (self.shape, ()):
+            raise ValueError(f"Variable {self.path!r}: cannot assign a value of shape "
+                             f"{tuple(np.shape(value))} to a variable of shape {self.shape}.")
+        self.data[...] = self.backend.asarray(value, dtype=self.dtype)
+        return self
+
+    def assign_add(self, delta):
+        self.data += self.backend.asarray(getattr(delta, "data", delta), dtype=self.dtype)
+        return self
+
+    def assign_sub(self, delta):
+        self.data -= self.backend.asarray(getattr(delta, "data", delta), dtype=self.dtype)
+        return self
+
+    @property
+    def value(self):
+        return Tensor(self.data, backend=self.backend)
+
+    def __repr__(self):
+        return (f"<Variable path={self.path} shape={self.shape} dtype={self.dtype.name} "
+                f"trainable={self.trainable}>")
+
+
+def _to_array(x, be, dtype=None):
+    """A backend array from array-likes; Python floats/lists of floats become floatx()."""
+    if dtype is not None:
+        dtype = backend_module.standardize_dtype(dtype)
+    elif not hasattr(x, "dtype"):
+        probe = np.asarray(x)
+        dtype = backend_module.standardize_dtype(None) if probe.dtype.kind == "f" else probe.dtype
+    if isinstance(x, np.ndarray) or not hasattr(x, "__cuda_array_interface__"):
+        return be.asarray(x, dtype=dtype)
+    if be.name == "numpy":
+        raise ValueError("Cannot put a GPU array in a NumPy-backend tensor; use "
+                         "kerasrs.backend.convert_to_numpy(x) first.")
+    return be.asarray(x, dtype=dtype)
+
+
+def convert_to_tensor(x, dtype=None):
+    """A `Tensor` from a Tensor, backend array, NumPy array, list or scalar (Keras's name)."""
+    if isinstance(x, Tensor) and dtype is None:
+        return x
+    if isinstance(x, Tensor):
+        return Tensor(x.data.astype(backend_module.standardize_dtype(dtype), copy=False),
+                      backend=x.backend)
+    be = backend_module.get() if not hasattr(x, "dtype") or isinstance(x, np.generic) \
+        else backend_module.backend_of(x)
+    if isinstance(x, np.ndarray) and be.name != backend_module.backend():
+        be = backend_module.get()  # NumPy inputs go to the current default backend
+    return Tensor(_to_array(x, be, dtype), backend=be)
+
+
+class Function:
+    """One application of a differentiable op. Subclasses define ``forward`` and ``backward``.
+
+    ``forward(*arrays) -> array`` and ``backward(gy) -> tuple`` (one array or None per input) see
+    backend arrays only. ``self.xp`` is the array module and ``self.backend`` the Backend.
+    During ``backward``, ``self.needs_grad[i]`` says whether input ``i`` needs a gradient, so a
+    Function can skip work (e.g. matmul computes only the gradients asked for).
+    """
+
+    name = None  # shown in errors; defaults to the class name in lower case
+
+    def apply(self, *inputs):
+        """Run forward on the inputs (Tensors, arrays or scalars) and record it if a tape watches."""
+        be = None
+        arrays = []
+        for x in inputs:
+            if isinstance(x, Tensor):
+                if be is None:
+                    be = x.backend
+                elif x.backend is not be:
+                    raise ValueError(f"{self._name()}: inputs live on different backends "
+                                     f"({be.name} and {x.backend.name}); move them to one "
+                                     "backend first.")
+                arrays.append(x.data)
+            else:
+                arrays.append(x)
+        be = be or backend_module.get()
+        for i, x in enumerate(arrays):  # NumPy arrays and lists join the tensors' backend
+            if not isinstance(x, (int, float, bool)) and not be.is_array(x):
+                arrays[i] = _to_array(x, be)
+        self.backend = be
+        self.xp = be.xp
+        try:
+            y = self.forward(*arrays)
+        except (ValueError, TypeError, IndexError) as e:
+            shapes = ", ".join(str(tuple(np.shape(a))) for a in arrays)
+            raise type(e)(f"{self._name()}: {e}. Received: input shapes {shapes}") from e
+        out = Tensor(y, backend=be)
+        if _tapes:
+            for tape in _tapes:
+                tape._record(self, inputs, out)
+        return out
+
+    def forward(self, *xs):
+        raise NotImplementedError
+
+    def backward(self, gy):
+        raise NotImplementedError
+
+    def _name(self):
+        return self.name or type(self).__name__.lower()
+
+
+def sum_to(gx, shape):
+    """Sum ``gx`` over the axes that broadcasting added or stretched, so it has ``shape``."""
+    if gx.shape == shape:
+        return gx
+    lead = gx.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, n in enumerate(shape) if n == 1 and gx.shape[i + lead] != 1)
+    gx = gx.sum(axis=axes, keepdims=True) if axes else gx
+    return gx.reshape(shape)
+
+
+class GradientTape:
+    """Records differentiable ops inside a ``with`` block so gradients can be taken afterwards.
+
+    Trainable `Variable`s are watched automatically (unless ``watch_accessed_variables=False``);
+    other tensors are watched with ``tape.watch(t)``. Only ops with a watched input, direct or
+    indirect, are recorded. Tapes nest: each records what it watches.
+
+    Args:
+        persistent: if False (default) the recorded graph is freed by the first ``gradient`` call
+            and a second call raises ``RuntimeError``; if True, ``gradient`` can be called again.
+        watch_accessed_variables: watch trainable Variables automatically. Defaults to True.
+
+    Example:
+        >>> w = kerasrs.Variable([1.0, 2.0])
+        >>> with kerasrs.GradientTape() as tape:
+        ...     loss = kerasrs.ops.sum(w * w)
+        >>> tape.gradient(loss, w).numpy()
+        array([2., 4.], dtype=float32)
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self.persistent = persistent
+        self.watch_accessed_variables = watch_accessed_variables
+        self._records = []      # (function, inputs, output) in execution order
+        self._tracked = {}      # id -> Tensor, for watched tensors and recorded outputs
+        self._used = False
+
+    def __enter__(self):
+        _tapes.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _tapes.remove(self)
+        return False
+
+    def watch(self, tensor):
+        """Watch a Tensor (or a nested list/tuple/dict of them) so gradients can flow to it."""
+        for t in _flatten(tensor):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"GradientTape.watch: expected Tensors. Received: {type(t).__name__}")
+            self._tracked[id(t)] = t
+
+    def stop_recording(self):
+        """Context manager: ops inside the block are not recorded on this tape."""
+        return _paused(self)
+
+    def reset(self):
+        """Forget everything recorded so far."""
+        self._records.clear()
+        self._tracked.clear()
+
+    def _watches(self, x):
+        if id(x) in self._tracked:
+            return True
+        if self.watch_accessed_variables and isinstance(x, Variable) and x.trainable:
+            self._tracked[id(x)] = x
+            return True
+        return False
+
+    def _record(self, fn, inputs, out):
+        for x in inputs:
+            if isinstance(x, Tensor) and self._watches(x):
+                self._records.append((fn, inputs, out))
+                self._tracked[id(out)] = out
+                return
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """Gradients of ``target`` with respect to ``sources``.
+
+        Args:
+            target: a Tensor (any shape: its gradient seed is ones, i.e. the sum is differentiated)
+                or a list of Tensors (their gradients add up).
+            sources: a Tensor/Variable or a nested list/tuple/dict of them.
+            output_gradients: optional seed(s) with the shape of ``target`` (or a list matching it).
+            unconnected_gradients: "none" (default) gives None for a source that ``target`` does
+                not depend on; "zero" gives zeros of the source's shape.
+
+        Returns:
+            Gradients in the structure of ``sources``, each with its source's shape and dtype.
+
+        Raises:
+            RuntimeError: on a second call of a non-persistent tape, or a call inside the block.
+            ValueError: for an unknown ``unconnected_gradients`` or a seed of the wrong shape.
+        """
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError("GradientTape.gradient: unconnected_gradients must be 'none' or "
+                             f"'zero'. Received: {unconnected_gradients!r}")
+        if self._used and not self.persistent:
+            raise RuntimeError("GradientTape.gradient can only be called once on a non-persistent "
+                               "tape. Use GradientTape(persistent=True) to call it again.")
+        flat_sources = _flatten(sources)
+        grads = self._backprop(_flatten(target), output_gradients, flat_sources)
+        result = []
+        for s in flat_sources:
+            g = grads.get(id(s))
+            if g is None and unconnected_gradients == "zero":
+                g = s.backend.xp.zeros(s.shape, s.dtype)
+            result.append(None if g is None else Tensor(g, backend=s.backend))
+        if not self.persistent:
+            self._used = True
+            self.reset()
+        return _pack(sources, iter(result))
+
+    def _backprop(self, targets, output_gradients, sources):
+        """The backward walk: returns {id(tensor): gradient array} for the sources."""
+        reach = {id(s) for s in sources}
+        relevant = []
+        for rec in self._records:  # forward sweep: which ops depend on a source
+            if any(id(x) in reach for x in rec[1]):
+                reach.add(id(rec[2]))
+                relevant.append(rec)
+        seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
+        if len(seeds) != len(targets):
+            raise ValueError(f"GradientTape.gradient: {len(targets)} targets but {len(seeds)} "
+                             "output_gradients.")
+        grads = {}
+        for t, seed in zip(targets, seeds):
+            if not isinstance(t, Tensor) or id(t) not in reach:
+                continue
+            g = t.backend.xp.ones(t.shape, t.dtype) if seed is None else \
+                t.backend.asarray(getattr(seed, "data", seed), dtype=t.dtype)
+            if tuple(g.shape) != t.shape:
+                raise ValueError(f"GradientTape.gradient: output_gradients shape {g.shape} does "
+                                 f"not match target shape {t.shape}.")
+            _accumulate(grads, t, g)
+        keep = {id(s) for s in sources}
+        for fn, inputs, out in reversed(relevant):
+            gy = grads.get(id(out)) if id(out) in keep else grads.pop(id(out), None)
+            if gy is None:
+                continue
+            fn.needs_grad = [isinstance(x, Tensor) and id(x) in reach for x in inputs]
+            gxs = fn.backward(gy)
+            for x, gx, need in zip(inputs, gxs, fn.needs_grad):
+                if need and gx is not None:
+                    _accumulate(grads, x, sum_to(gx, x.data.shape))
+        return grads
+
+
+def _accumulate(grads, x, g):
+    prev = grads.get(id(x))
+    if g.dtype != x.dtype:
+        g = g.astype(x.dtype)
+    grads[id(x)] = g if prev is None else prev + g
+
+
+@contextlib.contextmanager
+def _paused(tape):
+    _tapes.remove(tape)
+    try:
+        yield
+    finally:
+        _tapes.append(tape)
+
+
+@contextlib.contextmanager
+def no_grad():
+    """Context manager: nothing inside the block is recorded on any tape."""
+    saved = _tapes[:]
+    _tapes.clear()
+    try:
+        yield
+    finally:
+        _tapes[:] = saved
+
+
+def _flatten(structure):
+    """Leaves of a nested list/tuple/dict, in order (dicts by sorted key, as Keras/tree do)."""
+    if isinstance(structure, (list, tuple)):
+        return [leaf for item in structure for leaf in _flatten(item)]
+    if isinstance(structure, dict):
+        return [leaf for key in sorted(structure) for leaf in _flatten(structure[key])]
+    return [structure]
+
+
+def _pack(structure, leaves):
+    """Rebuild ``structure`` with values taken from the iterator ``leaves``."""
+    if isinstance(structure, (list, tuple)):
+        items = [_pack(item, leaves) for item in structure]
+        return type(structure)(items) if not hasattr(structure, "_fields") else type(structure)(*items)
+    if isinstance(structure, dict):
+        packed = {key: _pack(structure[key], leaves) for key in sorted(structure)}
+        return {key: packed[key] for key in structure}
+    return next(leaves)
+
+
+def value_and_grad(fn, argnums=0, has_aux=False):
+    """Return a function computing ``fn(*args)`` and its gradient with respect to some arguments.
+
+    Args:
+        fn: a function of Tensors returning a Tensor (or ``(value, aux)`` with ``has_aux=True``).
+        argnums: int or tuple of ints: which positional arguments to differentiate.
+        has_aux: whether ``fn`` returns ``(value, aux)``; aux is returned but not differentiated.
+
+    Returns:
+        A function ``(*args) -> (value, grads)``; grads is one gradient (int argnums) or a tuple,
+        each in the structure of its argument. With has_aux: ``((value, aux), grads)``.
+    """
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+
+    def wrapped(*args, **kwargs):
+        args = list(args)
+        for i in nums:
+            args[i] = _pack(args[i], iter([convert_to_tensor(a) for a in _flatten(args[i])]))
+        with GradientTape() as tape:
+            tape.watch([args[i] for i in nums])
+            out = fn(*args, **kwargs)
+        value = out[0] if has_aux else out
+        grads = tape.gradient(value, [args[i] for i in nums])
+        return out, (grads[0] if single else tuple(grads))
+
+    return wrapped

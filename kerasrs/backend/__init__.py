@@ -1,0 +1,126 @@
+"""Backend selection: which array library (NumPy or CuPy) holds new arrays.
+
+The default comes from the ``KERASRS_BACKEND`` environment variable ("numpy" unless set),
+``set_backend(name)``, or, for a block of code, ``with using(name):``. Every array remembers
+which backend made it (by its type), so both backends can be used in one process; an op that
+mixes them raises ``ValueError``. CuPy is imported only when the "cupy" backend is first asked for.
+"""
+
+import contextlib
+import os
+
+import numpy as np
+
+from kerasrs.backend import base
+from kerasrs.backend.base import Backend, numpy_dtype
+
+NAMES = ("numpy", "cupy")
+_instances = {}
+_default = [os.environ.get("KERASRS_BACKEND", "numpy").lower()]
+_floatx = ["float32"]
+_seed = [None]
+
+
+def get(name=None):
+    """The `Backend` object for ``name`` (the current default when None).
+
+    Raises:
+        ValueError: for a name other than "numpy" or "cupy".
+        ImportError / RuntimeError: for "cupy" without CuPy / without a GPU.
+    """
+    name = _default[-1] if name is None else name
+    be = _instances.get(name)
+    if be is None:
+        if name == "numpy":
+            from kerasrs.backend.numpy_backend import NumpyBackend as cls
+        elif name == "cupy":
+            from kerasrs.backend.cupy_backend import CupyBackend as cls
+        else:
+            raise ValueError(f"Unknown backend {name!r}; expected one of {NAMES}.")
+        be = _instances[name] = cls()
+        be.seed(_seed[0])
+    return be
+
+
+def backend():
+    """Name of the current default backend: "numpy" or "cupy"."""
+    return _default[-1]
+
+
+def set_backend(name):
+    """Make ``name`` the default backend for new arrays. Checks that it is usable first."""
+    get(name)
+    _default[0] = name
+
+
+@contextlib.contextmanager
+def using(name):
+    """Context manager: new arrays go to backend ``name`` inside the block. Yields the Backend."""
+    be = get(name)
+    _default.append(name)
+    try:
+        yield be
+    finally:
+        _default.pop()
+
+
+def is_available(name):
+    """True if backend ``name`` can be used here (for "cupy": CuPy installed and a GPU present)."""
+    try:
+        get(name)
+        return True
+    except (ImportError, RuntimeError, ValueError):
+        return False
+
+
+def backend_of(array):
+    """The Backend that owns ``array``: NumPy for NumPy arrays and scalars, else by array type."""
+    if isinstance(array, (np.ndarray, np.generic)):
+        return get("numpy")
+    for be in _instances.values():
+        if be.is_array(array):
+            return be
+    return get()
+
+
+def floatx():
+    """Default float dtype name for weights and converted inputs: "float32" unless changed."""
+    return _floatx[0]
+
+
+def set_floatx(dtype):
+    """Set the default float dtype ("float16", "bfloat16", "float32" or "float64")."""
+    if dtype not in ("float16", "bfloat16", "float32", "float64"):
+        raise ValueError(f"set_floatx: unknown float dtype. Received: dtype={dtype!r}")
+    _floatx[0] = dtype
+
+
+def standardize_dtype(dtype):
+    """A dtype object from a name ("float32", "bfloat16", ...), dtype or None (-> floatx)."""
+    return numpy_dtype(floatx() if dtype is None else dtype)
+
+
+def is_float_dtype(dtype):
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
+def convert_to_numpy(x):
+    """A host NumPy array from a Tensor, backend array, list or scalar."""
+    data = getattr(x, "data", x)
+    if isinstance(data, np.ndarray):
+        return data
+    return backend_of(data).to_numpy(data) if not isinstance(data, (list, tuple, int, float)) \
+        else np.asarray(data)
+
+
+def set_seed(seed):
+    """Seed the runtime generator (dropout, shuffling) of every backend created so far and later."""
+    _seed[0] = seed
+    for be in _instances.values():
+        be.seed(seed)
+
+
+__all__ = ["Backend", "base", "get", "backend", "set_backend", "using", "is_available", "backend_of",
+           "floatx", "set_floatx", "standardize_dtype", "is_float_dtype", "convert_to_numpy",
+           "set_seed", "NAMES"]

@@ -1,0 +1,295 @@
+"""Arithmetic, matmul and indexing: the primitives behind Python's operators on Tensors.
+
+Each op is a `Function` pair (forward on arrays, backward returning one gradient per input)
+plus the public function with Keras's name. Broadcast gradients are reduced by the engine.
+"""
+
+import numpy as np
+
+from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+
+
+def constant(data, backend):
+    """A Tensor that no tape records: the result of a non-differentiable op."""
+    return Tensor(data, backend=backend)
+
+
+def _backend_of(*xs):
+    for x in xs:
+        if isinstance(x, Tensor):
+            return x.backend
+    return convert_to_tensor(xs[0]).backend
+
+
+def raw(x):
+    """The backend array inside a Tensor (or the value itself)."""
+    return x.data if isinstance(x, Tensor) else x
+
+
+# -- binary arithmetic -------------------------------------------------------------------------
+class Add(Function):
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, gy):
+        return gy, gy
+
+
+class Subtract(Function):
+    def forward(self, a, b):
+        return a - b
+
+    def backward(self, gy):
+        return gy, -gy
+
+
+class Multiply(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a * b
+
+    def backward(self, gy):
+        return (gy * self.b if self.needs_grad[0] else None,
+                gy * self.a if self.needs_grad[1] else None)
+
+
+class Divide(Function):
+    def forward(self, a, b):
+        self.b = b
+        self.y = a / b
+        return self.y
+
+    def backward(self, gy):
+        ga = gy / self.b
+        return ga, (-ga * self.y if self.needs_grad[1] else None)
+
+
+class Power(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        self.y = self.xp.power(a, b)
+        return self.y
+
+    def backward(self, gy):
+        xp = self.xp
+        ga = gy * self.b * xp.power(self.a, self.b - 1) if self.needs_grad[0] else None
+        gb = None
+        if self.needs_grad[1]:  # d a**b / db = a**b log a, taken as 0 where a == 0
+            safe = xp.where(self.a > 0, self.a, 1)
+            gb = gy * self.y * xp.log(safe)
+        return ga, gb
+
+
+class Negative(Function):
+    def forward(self, x):
+        return -x
+
+    def backward(self, gy):
+        return (-gy,)
+
+
+def add(x1, x2):
+    """Elementwise ``x1 + x2`` with NumPy broadcasting."""
+    return Add().apply(x1, x2)
+
+
+def subtract(x1, x2):
+    """Elementwise ``x1 - x2`` with NumPy broadcasting."""
+    return Subtract().apply(x1, x2)
+
+
+def multiply(x1, x2):
+    """Elementwise ``x1 * x2`` with NumPy broadcasting."""
+    return Multiply().apply(x1, x2)
+
+
+def divide(x1, x2):
+    """Elementwise true division ``x1 / x2`` with NumPy broadcasting."""
+    return Divide().apply(x1, x2)
+
+
+true_divide = divide
+
+
+def power(x1, x2):
+    """Elementwise ``x1 ** x2``. The gradient with respect to ``x2`` uses ``log(x1)``, 0 where
+    ``x1 <= 0``."""
+    return Power().apply(x1, x2)
+
+
+def negative(x):
+    """Elementwise ``-x``."""
+    return Negative().apply(x)
+
+
+def floor_divide(x1, x2):
+    """Elementwise ``x1 // x2``. Piecewise constant, so no gradient flows."""
+    x1, x2 = _pair(x1, x2)
+    return constant(x1.data // x2.data, x1.backend)
+
+
+def mod(x1, x2):
+    """Elementwise ``x1 % x2`` (sign of the divisor, as NumPy). No gradient flows."""
+    x1, x2 = _pair(x1, x2)
+    return constant(x1.data % x2.data, x1.backend)
+
+
+def _pair(x1, x2):
+    t = x1 if isinstance(x1, Tensor) else x2 if isinstance(x2, Tensor) else convert_to_tensor(x1)
+    a = x1 if isinstance(x1, Tensor) else Tensor(raw_like(x1, t), backend=t.backend)
+    b = x2 if isinstance(x2, Tensor) else Tensor(raw_like(x2, t), backend=t.backend)
+    return a, b
+
+
+def raw_like(value, ref):
+    """``value`` as an array on ``ref``'s backend; Python scalars take ``ref``'s dtype."""
+    if isinstance(value, (int, float, bool)):
+        return ref.backend.xp.asarray(value, dtype=ref.dtype)
+    return convert_to_tensor(value).data
+
+
+def _compare(name, fn):
+    def op(x1, x2):
+        x1, x2 = _pair(x1, x2)
+        return constant(fn(x1.data, x2.data), x1.backend)
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise comparison ``{name}``: a bool Tensor. No gradient flows."
+    return op
+
+
+equal = _compare("equal", lambda a, b: a == b)
+not_equal = _compare("not_equal", lambda a, b: a != b)
+less = _compare("less", lambda a, b: a < b)
+less_equal = _compare("less_equal", lambda a, b: a <= b)
+greater = _compare("greater", lambda a, b: a > b)
+greater_equal = _compare("greater_equal", lambda a, b: a >= b)
+logical_and = _compare("logical_and", lambda a, b: a & b)
+logical_or = _compare("logical_or", lambda a, b: a | b)
+
+
+def logical_not(x):
+    """Elementwise boolean not. No gradient flows."""
+    x = convert_to_tensor(x)
+    return constant(~x.data.astype(bool), x.backend)
+
+
+# -- matmul ------------------------------------------------------------------------------------
+class MatMul(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a @ b
+
+    def backward(self, gy):
+        xp = self.xp
+        a, b = self.a, self.b
+        ga = gb = None
+        if self.needs_grad[0]:
+            ga = gy[..., None] * b if b.ndim == 1 else gy @ xp.swapaxes(b, -1, -2)
+            if a.ndim == 1:
+                ga = (xp.expand_dims(gy, -2) @ xp.swapaxes(b, -1, -2))[..., 0, :] if b.ndim > 1 \
+                    else gy * b
+        if self.needs_grad[1]:
+            if a.ndim == 1:
+                gb = xp.multiply.outer(a, gy) if b.ndim == 2 else \
+                    a[:, None] * xp.expand_dims(gy, -2) if b.ndim > 2 else gy * a
+            elif b.ndim == 1:
+                gb = (gy[..., None] * a).reshape(-1, a.shape[-1]).sum(0)
+            elif a.ndim == 2 and gy.ndim == 2:
+                gb = a.T @ gy
+            elif b.ndim == 2:  # (..., m, k) @ (k, n): fold the batch into one GEMM
+                gb = a.reshape(-1, a.shape[-1]).T @ gy.reshape(-1, gy.shape[-1])
+            else:
+                gb = xp.swapaxes(a, -1, -2) @ gy
+        return ga, gb
+
+
+def matmul(x1, x2):
+    """Matrix product with NumPy's ``matmul`` rules: batched over leading axes, broadcasting.
+
+    Args:
+        x1: Tensor, shape ``(..., m, k)`` or ``(k,)``.
+        x2: Tensor, shape ``(..., k, n)`` or ``(k,)``.
+
+    Returns:
+        Tensor of shape ``(..., m, n)`` (vector axes dropped as NumPy does).
+
+    Raises:
+        ValueError: if an input is 0-d or the contracted dimensions differ.
+    """
+    s1, s2 = np.shape(raw(x1)), np.shape(raw(x2))
+    if len(s1) == 0 or len(s2) == 0:
+        raise ValueError(f"matmul: inputs must be at least 1-D. Received: shapes {s1} and {s2}")
+    k2 = s2[0] if len(s2) == 1 else s2[-2]
+    if s1[-1] != k2:
+        raise ValueError(f"matmul: the last axis of x1 ({s1[-1]}) must match the "
+                         f"{'first' if len(s2) == 1 else 'second-to-last'} axis of x2 ({k2}). "
+                         f"Received: shapes {s1} and {s2}")
+    return MatMul().apply(x1, x2)
+
+
+# -- indexing ----------------------------------------------------------------------------------
+class GetItem(Function):
+    def __init__(self, key):
+        self.key = key
+
+    def forward(self, x):
+        self.shape, self.dtype = x.shape, x.dtype
+        return x[self.key]
+
+    def backward(self, gy):
+        gx = self.xp.zeros(self.shape, self.dtype)
+        if _is_basic(self.key):
+            gx[self.key] = gy
+        else:  # integer arrays may repeat an index: scatter-add
+            self.xp.add.at(gx, self.key, gy)
+        return (gx,)
+
+
+def _is_basic(key):
+    keys = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice, np.integer)) for k in keys)
+
+
+def getitem(x, key):
+    """``x[key]`` with ints, slices, None, Ellipsis, integer arrays or bool masks."""
+    if isinstance(key, Tensor):
+        key = key.data
+    elif isinstance(key, tuple):
+        key = tuple(k.data if isinstance(k, Tensor) else k for k in key)
+    elif isinstance(key, list):
+        key = np.asarray(key)
+    if not isinstance(x, Tensor):
+        x = convert_to_tensor(x)
+    if not _is_basic(key):
+        xp = x.backend.xp
+        keys = key if isinstance(key, tuple) else (key,)
+        keys = tuple(xp.asarray(k) if isinstance(k, (np.ndarray, list)) else k for k in keys)
+        key = keys if isinstance(key, tuple) else keys[0]
+    return GetItem(key).apply(x)
+
+
+# -- Python operators on Tensor ------------------------------------------------------------------
+def _install_operators():
+    def r(fn):
+        return lambda self, other: fn(other, self)
+
+    ops = {
+        "__add__": add, "__radd__": r(add), "__sub__": subtract, "__rsub__": r(subtract),
+        "__mul__": multiply, "__rmul__": r(multiply), "__truediv__": divide,
+        "__rtruediv__": r(divide), "__pow__": power, "__rpow__": r(power),
+        "__matmul__": matmul, "__rmatmul__": r(matmul), "__floordiv__": floor_divide,
+        "__rfloordiv__": r(floor_divide), "__mod__": mod, "__rmod__": r(mod),
+        "__neg__": negative, "__pos__": lambda self: self, "__getitem__": getitem,
+        "__eq__": equal, "__ne__": not_equal, "__lt__": less, "__le__": less_equal,
+        "__gt__": greater, "__ge__": greater_equal, "__and__": logical_and, "__or__": logical_or,
+        "__invert__": logical_not,
+    }
+    for name, fn in ops.items():
+        setattr(Tensor, name, fn)
+
+
+_install_operators()
+
+
+__all__ = ["add", "subtract", "multiply", "divide", "true_divide", "power", "negative", "floor_divide", "mod", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "matmul", "getitem"]

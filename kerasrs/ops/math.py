@@ -1,0 +1,252 @@
+"""Elementwise math and reductions, with Keras ``keras.ops`` names and signatures."""
+
+import builtins
+
+import numpy as np
+
+from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+from kerasrs.ops.core import constant
+
+
+# -- unary elementwise -------------------------------------------------------------------------
+class Unary(Function):
+    """An elementwise op given by ``f(x)`` and ``df(x, y)`` (y = f(x)) on arrays."""
+
+    def __init__(self, f, df, name):
+        self.f, self.df, self.name = f, df, name
+
+    def forward(self, x):
+        self.x = x
+        self.y = self.f(self.xp, x)
+        return self.y
+
+    def backward(self, gy):
+        return (gy * self.df(self.xp, self.x, self.y),)
+
+
+def _unary(name, f, df, doc):
+    def op(x):
+        return Unary(f, df, name).apply(x)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
+
+
+exp = _unary("exp", lambda xp, x: xp.exp(x), lambda xp, x, y: y, "Elementwise ``e**x``.")
+log = _unary("log", lambda xp, x: xp.log(x), lambda xp, x, y: 1 / x,
+             "Elementwise natural logarithm.")
+log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda xp, x, y: 1 / (1 + x),
+               "Elementwise ``log(1 + x)``, accurate for small ``x``.")
+expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda xp, x, y: y + 1,
+               "Elementwise ``exp(x) - 1``, accurate for small ``x``.")
+sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda xp, x, y: 0.5 / y,
+              "Elementwise square root.")
+square = _unary("square", lambda xp, x: x * x, lambda xp, x, y: 2 * x, "Elementwise ``x * x``.")
+absolute = _unary("absolute", lambda xp, x: xp.abs(x), lambda xp, x, y: xp.sign(x),
+                  "Elementwise ``|x|``. Gradient 0 at 0 (PyTorch's convention).")
+abs = absolute  # noqa: A001  (Keras exposes both names)
+tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda xp, x, y: 1 - y * y,
+              "Elementwise hyperbolic tangent.")
+sin = _unary("sin", lambda xp, x: xp.sin(x), lambda xp, x, y: xp.cos(x), "Elementwise sine.")
+cos = _unary("cos", lambda xp, x: xp.cos(x), lambda xp, x, y: -xp.sin(x), "Elementwise cosine.")
+reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda xp, x, y: -y * y,
+                    "Elementwise ``1 / x``.")
+
+
+def sign(x):
+    """Elementwise sign (-1, 0 or 1). Piecewise constant: no gradient flows."""
+    x = convert_to_tensor(x)
+    return constant(x.backend.xp.sign(x.data), x.backend)
+
+
+def cast(x, dtype):
+    """``x`` converted to ``dtype``. Gradients flow back (cast to the input dtype) for floats."""
+    from kerasrs.backend import standardize_dtype
+
+    return Cast(standardize_dtype(dtype)).apply(x)
+
+
+class Cast(Function):
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def forward(self, x):
+        self.in_dtype = x.dtype
+        return x.astype(self.dtype, copy=False)
+
+    def backward(self, gy):
+        return (gy.astype(self.in_dtype) if self.in_dtype.kind == "f" else None,)
+
+
+# -- binary elementwise with a choice ------------------------------------------------------------
+class Where(Function):
+    def forward(self, cond, a, b):
+        self.cond = cond
+        return self.xp.where(cond, a, b)
+
+    def backward(self, gy):
+        zero = self.xp.zeros((), gy.dtype)
+        return None, self.xp.where(self.cond, gy, zero), self.xp.where(self.cond, zero, gy)
+
+
+def where(condition, x1=None, x2=None):
+    """Elementwise ``x1 if condition else x2``, broadcasting all three. With only
+    ``condition``, returns the indices where it is true (as NumPy's ``nonzero``)."""
+    if x1 is None and x2 is None:
+        c = convert_to_tensor(condition)
+        return tuple(constant(i, c.backend) for i in c.backend.xp.nonzero(c.data))
+    c = condition.data if isinstance(condition, Tensor) else condition
+    return Where().apply(np.asarray(c) if isinstance(c, list) else c, x1, x2)
+
+
+def maximum(x1, x2):
+    """Elementwise maximum. At ties the gradient is split evenly between the two inputs."""
+    return _MaxMin(True).apply(x1, x2)
+
+
+def minimum(x1, x2):
+    """Elementwise minimum. At ties the gradient is split evenly between the two inputs."""
+    return _MaxMin(False).apply(x1, x2)
+
+
+class _MaxMin(Function):
+    def __init__(self, is_max):
+        self.is_max = is_max
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return self.xp.maximum(a, b) if self.is_max else self.xp.minimum(a, b)
+
+    def backward(self, gy):
+        a, b = self.a, self.b
+        wins = (a > b) if self.is_max else (a < b)
+        share = wins + 0.5 * (a == b)  # ties split the gradient
+        return gy * share.astype(gy.dtype), gy * (1 - share).astype(gy.dtype)
+
+
+class Clip(Function):
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+
+    def forward(self, x):
+        self.x = x
+        return self.xp.clip(x, self.lo, self.hi)
+
+    def backward(self, gy):  # 1 inside [lo, hi], ends included (PyTorch's convention)
+        return (gy * ((self.x >= self.lo) & (self.x <= self.hi)),)
+
+
+def clip(x, x_min, x_max):
+    """Elementwise clamp to ``[x_min, x_max]``. Gradient 1 inside (ends included), 0 outside."""
+    return Clip(x_min, x_max).apply(x)
+
+
+# -- reductions --------------------------------------------------------------------------------
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(sorted(a % ndim for a in axes)) if ndim else ()
+
+
+def _check_axis(op, x, axis):
+    nd = np.ndim(x.data if isinstance(x, Tensor) else x)
+    for a in (() if axis is None else (axis,) if isinstance(axis, int) else axis):
+        if not -builtins.max(nd, 1) <= a < builtins.max(nd, 1):
+            raise ValueError(f"{op}: axis {a} is out of range for a tensor of rank {nd}. "
+                             f"Received: shape {np.shape(getattr(x, 'data', x))}")
+
+
+def _expand_like(g, shape, axes):
+    """Re-insert reduced axes so ``g`` broadcasts against the input of shape ``shape``."""
+    return g.reshape([1 if i in axes else n for i, n in enumerate(shape)])
+
+
+class Sum(Function):
+    def __init__(self, axis, keepdims):
+        self.axis, self.keepdims = axis, keepdims
+
+    def forward(self, x):
+        self.shape = x.shape
+        self.axes = _axes(self.axis, x.ndim)
+        return x.sum(axis=self.axes, keepdims=self.keepdims)
+
+    def backward(self, gy):
+        return (self.xp.broadcast_to(_expand_like(gy, self.shape, self.axes), self.shape),)
+
+
+class Mean(Sum):
+    def forward(self, x):
+        y = super().forward(x)
+        self.count = builtins.max(int(np.prod([x.shape[a] for a in self.axes])), 1)
+        return y / self.count
+
+    def backward(self, gy):
+        return (super().backward(gy / self.count)[0],)
+
+
+class MaxMinReduce(Function):
+    """max/min over axes. Ties share the gradient evenly (a documented choice; PyTorch's
+    ``amax`` does the same)."""
+
+    def __init__(self, axis, keepdims, is_max):
+        self.axis, self.keepdims, self.is_max = axis, keepdims, is_max
+
+    def forward(self, x):
+        self.x = x
+        self.axes = _axes(self.axis, x.ndim)
+        f = x.max if self.is_max else x.min
+        self.y_keep = f(axis=self.axes, keepdims=True)
+        return self.y_keep if self.keepdims else self.y_keep.reshape(
+            [n for i, n in enumerate(x.shape) if i not in self.axes])
+
+    def backward(self, gy):
+        hit = (self.x == self.y_keep)
+        count = hit.sum(axis=self.axes, keepdims=True)
+        gy = _expand_like(gy, self.x.shape, self.axes)
+        return (hit * (gy / count).astype(gy.dtype),)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001
+    """Sum over ``axis`` (int, tuple or None for all axes); ``keepdims`` keeps size-1 axes."""
+    _check_axis("sum", x, axis)
+    return Sum(axis, keepdims).apply(x)
+
+
+def mean(x, axis=None, keepdims=False):
+    """Arithmetic mean over ``axis`` (int, tuple or None)."""
+    _check_axis("mean", x, axis)
+    return Mean(axis, keepdims).apply(x)
+
+
+def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
+    """Maximum over ``axis``. Ties share the gradient evenly."""
+    _check_axis("max", x, axis)
+    y = MaxMinReduce(axis, keepdims, True).apply(x)
+    return y if initial is None else maximum(y, initial)
+
+
+def min(x, axis=None, keepdims=False, initial=None):  # noqa: A001
+    """Minimum over ``axis``. Ties share the gradient evenly."""
+    _check_axis("min", x, axis)
+    y = MaxMinReduce(axis, keepdims, False).apply(x)
+    return y if initial is None else minimum(y, initial)
+
+
+amax, amin = max, min
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index of the maximum along ``axis`` (flattened when None). Integer result, no gradient."""
+    x = convert_to_tensor(x)
+    return constant(x.backend.xp.argmax(x.data, axis=axis, keepdims=keepdims), x.backend)
+
+
+def argmin(x, axis=None, keepdims=False):
+    """Index of the minimum along ``axis`` (flattened when None). Integer result, no gradient."""
+    x = convert_to_tensor(x)
+    return constant(x.backend.xp.argmin(x.data, axis=axis, keepdims=keepdims), x.backend)
+
+
+__all__ = ["exp", "log", "log1p", "expm1", "sqrt", "square", "absolute", "abs", "tanh", "sin", "cos", "reciprocal", "sign", "cast", "where", "maximum", "minimum", "clip", "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin"]
