@@ -8,3 +8,16 @@ from kerasrs import testing  # noqa: F401
 from kerasrs import utils  # noqa: F401
 from kerasrs.autodiff import GradientTape, Tensor, Variable, no_grad, value_and_grad  # noqa: F401
 from kerasrs.autodiff import convert_to_tensor  # noqa: F401
+from kerasrs import activations  # noqa: F401
+from kerasrs import initializers  # noqa: F401
+from kerasrs import layers  # noqa: F401
+from kerasrs import callbacks  # noqa: F401
+from kerasrs import models  # noqa: F401
+from kerasrs.layers import Input  # noqa: F401
+from kerasrs.models import Model, Sequential  # noqa: F401
+from kerasrs import losses  # noqa: F401
+from kerasrs import metrics  # noqa: F401
+from kerasrs import optimizers  # noqa: F401
+from kerasrs import regularizers  # noqa: F401
+from kerasrs import datasets  # noqa: F401
+from kerasrs import saving  # noqa: F401

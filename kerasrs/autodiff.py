@@ -133,12 +133,25 @@ class Variable(Tensor):
         return self
 
     def assign_add(self, delta):
-        self.data += self.backend.asarray(getattr(delta, "data", delta), dtype=self.dtype)
+        """Add ``delta`` (this shape, or broadcastable to it) in place. Returns self."""
+        self.data += self._operand("assign_add", delta)
         return self
 
     def assign_sub(self, delta):
-        self.data -= self.backend.asarray(getattr(delta, "data", delta), dtype=self.dtype)
+        """Subtract ``delta`` (this shape, or broadcastable to it) in place. Returns self."""
+        self.data -= self._operand("assign_sub", delta)
         return self
+
+    def _operand(self, op, value):
+        value = self.backend.asarray(getattr(value, "data", value), dtype=self.dtype)
+        try:
+            fits = np.broadcast_shapes(value.shape, self.shape) == self.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"Variable {self.path!r}: {op} needs a value of shape {self.shape} "
+                             f"(or broadcastable to it). Received: shape {tuple(value.shape)}")
+        return value
 
     @property
     def value(self):
@@ -190,9 +203,10 @@ class Function:
     name = None  # shown in errors; defaults to the class name in lower case
 
     def apply(self, *inputs):
-        """Run forward on the inputs (Tensors, arrays or scalars) and record it if a tape watches."""
+        """Run forward on the inputs (Tensors, arrays or scalars); record it if a tape watches."""
         be = None
         arrays = []
+        plain = False  # some input is not a Tensor
         for x in inputs:
             if isinstance(x, Tensor):
                 if be is None:
@@ -204,10 +218,11 @@ class Function:
                 arrays.append(x.data)
             else:
                 arrays.append(x)
-        be = be or backend_module.get()
-        for i, x in enumerate(arrays):  # NumPy arrays and lists join the tensors' backend
-            if not isinstance(x, (int, float, bool)) and not be.is_array(x):
-                arrays[i] = _to_array(x, be)
+                plain = True
+        if be is None:
+            be = backend_module.get()
+        if plain:
+            _convert_plain_inputs(arrays, be)
         self.backend = be
         self.xp = be.xp
         try:
@@ -215,7 +230,11 @@ class Function:
         except (ValueError, TypeError, IndexError) as e:
             shapes = ", ".join(str(tuple(np.shape(a))) for a in arrays)
             raise type(e)(f"{self._name()}: {e}. Received: input shapes {shapes}") from e
-        out = Tensor(y, backend=be)
+        if type(y) is be.array_type:  # the common case: skip Tensor.__init__'s conversions
+            out = Tensor.__new__(Tensor)
+            out.data, out.backend = y, be
+        else:  # e.g. a NumPy scalar from a full reduction
+            out = Tensor(y, backend=be)
         if _tapes:
             for tape in _tapes:
                 tape._record(self, inputs, out)
@@ -229,6 +248,21 @@ class Function:
 
     def _name(self):
         return self.name or type(self).__name__.lower()
+
+
+def _convert_plain_inputs(arrays, be):
+    """In place: NumPy arrays and lists join backend ``be``; Python scalars stay scalars (NEP 50
+    keeps the tensor's dtype), except Python floats next to bfloat16, which ml_dtypes would
+    promote to float32: they become 0-d bfloat16 arrays."""
+    for i, x in enumerate(arrays):
+        if isinstance(x, (int, float, bool)):
+            if type(x) is float:
+                low = next((a.dtype for a in arrays if getattr(a, "dtype", None) is not None
+                            and a.dtype.name == "bfloat16"), None)
+                if low is not None:
+                    arrays[i] = be.asarray(x, dtype=low)
+        elif not be.is_array(x):
+            arrays[i] = _to_array(x, be)
 
 
 def sum_to(gx, shape):
@@ -281,7 +315,8 @@ class GradientTape:
         """Watch a Tensor (or a nested list/tuple/dict of them) so gradients can flow to it."""
         for t in _flatten(tensor):
             if not isinstance(t, Tensor):
-                raise TypeError(f"GradientTape.watch: expected Tensors. Received: {type(t).__name__}")
+                raise TypeError("GradientTape.watch: expected Tensors. Received: "
+                                f"{type(t).__name__}")
             self._tracked[id(t)] = t
 
     def stop_recording(self):
@@ -323,7 +358,7 @@ class GradientTape:
             Gradients in the structure of ``sources``, each with its source's shape and dtype.
 
         Raises:
-            RuntimeError: on a second call of a non-persistent tape, or a call inside the block.
+            RuntimeError: on a second call of a non-persistent tape.
             ValueError: for an unknown ``unconnected_gradients`` or a seed of the wrong shape.
         """
         if unconnected_gradients not in ("none", "zero"):
@@ -333,7 +368,7 @@ class GradientTape:
             raise RuntimeError("GradientTape.gradient can only be called once on a non-persistent "
                                "tape. Use GradientTape(persistent=True) to call it again.")
         flat_sources = _flatten(sources)
-        grads = self._backprop(_flatten(target), output_gradients, flat_sources)
+        grads = self._backprop(target, output_gradients, flat_sources)
         result = []
         for s in flat_sources:
             g = grads.get(id(s))
@@ -345,15 +380,22 @@ class GradientTape:
             self.reset()
         return _pack(sources, iter(result))
 
-    def _backprop(self, targets, output_gradients, sources):
+    def _backprop(self, target_structure, output_gradients, sources):
         """The backward walk: returns {id(tensor): gradient array} for the sources."""
-        reach = {id(s) for s in sources}
+        targets = _flatten(target_structure)
+        reach = {id(s) for s in sources if id(s) in self._tracked or (  # unwatched ones: None
+            self.watch_accessed_variables and isinstance(s, Variable) and s.trainable)}
         relevant = []
         for rec in self._records:  # forward sweep: which ops depend on a source
             if any(id(x) in reach for x in rec[1]):
                 reach.add(id(rec[2]))
                 relevant.append(rec)
-        seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
+        if output_gradients is None:
+            seeds = [None] * len(targets)
+        elif isinstance(target_structure, Tensor):  # one target: the seed is one array-like
+            seeds = [output_gradients]
+        else:
+            seeds = _flatten(output_gradients)
         if len(seeds) != len(targets):
             raise ValueError(f"GradientTape.gradient: {len(targets)} targets but {len(seeds)} "
                              "output_gradients.")
@@ -420,7 +462,9 @@ def _pack(structure, leaves):
     """Rebuild ``structure`` with values taken from the iterator ``leaves``."""
     if isinstance(structure, (list, tuple)):
         items = [_pack(item, leaves) for item in structure]
-        return type(structure)(items) if not hasattr(structure, "_fields") else type(structure)(*items)
+        if hasattr(structure, "_fields"):  # a namedtuple
+            return type(structure)(*items)
+        return type(structure)(items)
     if isinstance(structure, dict):
         packed = {key: _pack(structure[key], leaves) for key in sorted(structure)}
         return {key: packed[key] for key in structure}

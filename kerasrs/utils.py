@@ -18,6 +18,14 @@ def set_random_seed(seed):
     _seed_initializers(seed)
 
 
+def clear_session():
+    """Reset the default-name counters, so new layers are named ``dense``, ``dense_1``, ...
+    again (Keras's ``keras.utils.clear_session``). Existing layers and models keep working."""
+    from kerasrs.layers import naming
+
+    naming.reset_uids()
+
+
 def _seed_initializers(seed):
     try:
         from kerasrs import initializers

@@ -16,7 +16,9 @@ from kerasrs.backend.base import Backend, numpy_dtype
 
 NAMES = ("numpy", "cupy")
 _instances = {}
-_default = [os.environ.get("KERASRS_BACKEND", "numpy").lower()]
+_default = [os.environ.get("KERASRS_BACKEND", "numpy").strip().lower() or "numpy"]
+if _default[0] not in NAMES:
+    raise ValueError(f"KERASRS_BACKEND must be one of {NAMES}. Received: {_default[0]!r}")
 _floatx = ["float32"]
 _seed = [None]
 
@@ -36,7 +38,7 @@ def get(name=None):
         elif name == "cupy":
             from kerasrs.backend.cupy_backend import CupyBackend as cls
         else:
-            raise ValueError(f"Unknown backend {name!r}; expected one of {NAMES}.")
+            raise ValueError(f"Unknown backend: expected one of {NAMES}. Received: {name!r}")
         be = _instances[name] = cls()
         be.seed(_seed[0])
     return be
@@ -121,6 +123,7 @@ def set_seed(seed):
         be.seed(seed)
 
 
-__all__ = ["Backend", "base", "get", "backend", "set_backend", "using", "is_available", "backend_of",
+__all__ = ["Backend", "base", "get", "backend", "set_backend", "using", "is_available",
+           "backend_of",
            "floatx", "set_floatx", "standardize_dtype", "is_float_dtype", "convert_to_numpy",
            "set_seed", "NAMES"]

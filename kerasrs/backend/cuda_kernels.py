@@ -1,32 +1,35 @@
 """Handwritten CUDA kernels for the CuPy backend. Imported only by ``cupy_backend``.
 
-Each kernel has a NumPy twin in ``base.Backend`` that is the reference in tests.
-Kernels are built on first call (CuPy compiles and caches them per device).
+The sources live in ``kernel_sources`` (plain strings, checkable without a GPU); this module
+turns them into ``cupy.ElementwiseKernel`` objects. Each kernel has a NumPy twin in
+``base.Backend`` that is the reference in tests. Kernels are built on first call (CuPy compiles
+and caches them per device).
 """
 
 import functools
 
 import cupy as cp
 
+from kerasrs.backend.kernel_sources import ELEMENTWISE
+
 
 @functools.lru_cache(maxsize=None)
+def elementwise(name):
+    """The compiled ``cupy.ElementwiseKernel`` called ``name`` (a key of ``ELEMENTWISE``)."""
+    in_params, out_params, body = ELEMENTWISE[name]
+    return cp.ElementwiseKernel(in_params, out_params, body, name)
+
+
 def relu_grad():
-    return cp.ElementwiseKernel(
-        "T y, T gy", "T gx", "gx = y > (T)0 ? gy : (T)0", "kerasrs_relu_grad"
-    )
+    return elementwise("kerasrs_relu_grad")
 
 
-@functools.lru_cache(maxsize=None)
 def sigmoid():
-    # Branch on the sign so exp never overflows.
-    return cp.ElementwiseKernel(
-        "T x",
-        "T y",
-        "T e = exp(-fabs((double)x)); y = x >= (T)0 ? (T)(1 / (1 + e)) : (T)(e / (1 + e))",
-        "kerasrs_sigmoid",
-    )
+    return elementwise("kerasrs_sigmoid")
 
 
-SOURCES = {
-    "kerasrs_relu_grad": "gx = y > (T)0 ? gy : (T)0",
-}
+def erf():
+    return elementwise("kerasrs_erf")
+
+
+SOURCES = {name: body for name, (_, _, body) in ELEMENTWISE.items()}

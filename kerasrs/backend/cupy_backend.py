@@ -21,7 +21,8 @@ def import_cupy():
             f"The 'cupy' backend found CuPy but no usable NVIDIA GPU: {e}. Use the 'numpy' backend."
         ) from e
     if count == 0:
-        raise RuntimeError("The 'cupy' backend found CuPy but no NVIDIA GPU. Use the 'numpy' backend.")
+        raise RuntimeError("The 'cupy' backend found CuPy but no NVIDIA GPU. Use the 'numpy' "
+                           "backend.")
     return cupy
 
 
@@ -53,8 +54,19 @@ class CupyBackend(base.Backend):
         self.rng = self.xp.random.default_rng(seed)
         self.host_rng = np.random.default_rng(seed)
 
+    def scatter_add(self, a, key, values):
+        import cupyx
+
+        cupyx.scatter_add(a, key, values)
+
     def relu_grad(self, y, gy):
         return self.kernels.relu_grad()(y, gy)
 
     def sigmoid(self, x):
         return self.kernels.sigmoid()(x)
+
+    def erf(self, x):
+        if x.dtype.kind != "f" or x.dtype.itemsize < 4:  # half/int inputs: compute in float32
+            return self.kernels.erf()(x.astype(self.xp.float32)).astype(
+                x.dtype if x.dtype.kind == "f" else self.xp.float32)
+        return self.kernels.erf()(x)

@@ -9,10 +9,14 @@ from kerasrs.autodiff import convert_to_tensor, no_grad  # noqa: F401
 from kerasrs.ops import nn  # noqa: F401
 from kerasrs.ops.core import *  # noqa: F401,F403
 from kerasrs.ops.core import __all__ as _core_all
+from kerasrs.ops.creation import *  # noqa: F401,F403
+from kerasrs.ops.creation import __all__ as _creation_all
 from kerasrs.ops.math import *  # noqa: F401,F403
 from kerasrs.ops.math import __all__ as _math_all
 from kerasrs.ops.nn import *  # noqa: F401,F403
 from kerasrs.ops.nn import __all__ as _nn_all
+from kerasrs.ops.reduction import *  # noqa: F401,F403
+from kerasrs.ops.reduction import __all__ as _reduction_all
 from kerasrs.ops.shape import *  # noqa: F401,F403
 from kerasrs.ops.shape import __all__ as _shape_all
 
@@ -32,5 +36,5 @@ def convert_to_numpy(x):
     return to_np(x)
 
 
-__all__ = sorted(set(_core_all + _math_all + _nn_all + _shape_all +
-                     ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
+__all__ = sorted(set(_core_all + _math_all + _nn_all + _shape_all + _creation_all +
+                     _reduction_all + ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))

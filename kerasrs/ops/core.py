@@ -128,10 +128,23 @@ def floor_divide(x1, x2):
     return constant(x1.data // x2.data, x1.backend)
 
 
+class Mod(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a % b
+
+    def backward(self, gy):  # a % b = a - floor(a / b) * b, differentiated where floor is flat
+        gb = -gy * self.xp.floor_divide(self.a, self.b) if self.needs_grad[1] else None
+        return gy, gb
+
+
 def mod(x1, x2):
-    """Elementwise ``x1 % x2`` (sign of the divisor, as NumPy). No gradient flows."""
-    x1, x2 = _pair(x1, x2)
-    return constant(x1.data % x2.data, x1.backend)
+    """Elementwise ``x1 % x2`` with the sign of the divisor, as NumPy and Keras.
+
+    Differentiable almost everywhere: ``d/dx1 = 1`` and ``d/dx2 = -floor(x1 / x2)`` (the jumps,
+    where ``x1 / x2`` is an integer, are ignored, as in TensorFlow and PyTorch).
+    """
+    return Mod().apply(x1, x2)
 
 
 def _pair(x1, x2):
@@ -184,6 +197,8 @@ class MatMul(Function):
         xp = self.xp
         a, b = self.a, self.b
         ga = gb = None
+        if gy.ndim >= 2 and 0 in gy.strides:  # a broadcast seed (e.g. from sum): BLAS would
+            gy = xp.ascontiguousarray(gy)     # copy it once per product; copy it once here
         if self.needs_grad[0]:
             ga = gy[..., None] * b if b.ndim == 1 else gy @ xp.swapaxes(b, -1, -2)
             if a.ndim == 1:
@@ -228,6 +243,149 @@ def matmul(x1, x2):
     return MatMul().apply(x1, x2)
 
 
+def dot(x1, x2):
+    """Dot product with NumPy's ``dot`` rules.
+
+    * either input 0-d: elementwise ``x1 * x2``;
+    * both at most 2-D: ``matmul`` (inner product of vectors, matrix-vector, matrix product);
+    * otherwise: a sum product over the last axis of ``x1`` and the second-to-last axis of
+      ``x2`` (the only axis of a 1-D ``x2``): shape ``x1.shape[:-1] + x2.shape[:-2] +
+      x2.shape[-1:]``.
+
+    Raises:
+        ValueError: if the contracted axes differ in size.
+    """
+    s1, s2 = np.shape(raw(x1)), np.shape(raw(x2))
+    if len(s1) == 0 or len(s2) == 0:
+        return multiply(x1, x2)
+    k2 = s2[0] if len(s2) == 1 else s2[-2]
+    if s1[-1] != k2:
+        raise ValueError(f"dot: the last axis of x1 ({s1[-1]}) must match the "
+                         f"{'only' if len(s2) == 1 else 'second-to-last'} axis of x2 ({k2}). "
+                         f"Received: shapes {s1} and {s2}")
+    if len(s1) <= 2 and len(s2) <= 2:
+        return matmul(x1, x2)
+    a = _EINSUM_LETTERS[:len(s1) - 1] + "Z"
+    b = _EINSUM_LETTERS[len(s1) - 1:len(s1) + len(s2) - 2]
+    b = b[:-1] + "Z" + b[-1:] if len(s2) >= 2 else "Z"
+    out = a[:-1] + b.replace("Z", "")
+    return Einsum([a, b], out).apply(x1, x2)
+
+
+# -- einsum ------------------------------------------------------------------------------------
+_EINSUM_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY"  # "Z" is dot's
+
+
+class Einsum(Function):
+    """``einsum`` with explicit subscripts (ellipses already spelled out as letters).
+
+    The gradient of operand ``i`` is another einsum: the other operands and ``gy`` contracted
+    to operand ``i``'s subscripts. A letter repeated inside operand ``i`` (a diagonal) gets a
+    fresh letter tied to it by an identity matrix; letters that only operand ``i`` has are
+    broadcast back; size-1 axes that were broadcast are summed.
+    """
+
+    def __init__(self, ins, out):
+        self.ins, self.out = ins, out
+
+    def forward(self, *xs):
+        self.xs = xs
+        return self.xp.einsum(self._spec(self.ins, self.out), *xs, **self._opt(len(xs)))
+
+    def backward(self, gy):
+        return tuple(self._grad(i, gy) if need else None for i, need in enumerate(self.needs_grad))
+
+    def _grad(self, i, gy):
+        xp, x = self.xp, self.xs[i]
+        subs = [s for j, s in enumerate(self.ins) if j != i] + [self.out]
+        operands = [a for j, a in enumerate(self.xs) if j != i] + [gy]
+        fresh = iter(c for c in _EINSUM_LETTERS + "Z" if c not in "".join(self.ins) + self.out)
+        unique = []
+        for pos, c in enumerate(self.ins[i]):
+            if c in unique:  # a diagonal: a fresh letter, tied by an identity matrix
+                d = next(fresh)
+                subs.append(c + d)
+                operands.append(xp.eye(x.shape[pos], dtype=gy.dtype))
+                c = d
+            unique.append(c)
+        available = set("".join(subs))
+        target = "".join(c for c in unique if c in available)
+        g = xp.einsum(self._spec(subs, target), *operands, **self._opt(len(operands)))
+        g = g.reshape([g.shape[target.index(c)] if c in target else 1 for c in unique])
+        summed = tuple(k for k, (n, m) in enumerate(zip(g.shape, x.shape)) if m == 1 and n != 1)
+        if summed:
+            g = g.sum(axis=summed, keepdims=True)
+        return xp.broadcast_to(g, x.shape)
+
+    @staticmethod
+    def _spec(ins, out):
+        return ",".join(ins) + "->" + out
+
+    def _opt(self, n):  # BLAS-backed contraction paths pay off from two operands on
+        return {"optimize": "greedy"} if n >= 2 else {}
+
+
+def einsum(subscripts, *operands):
+    """Einstein summation, as NumPy's and Keras's ``einsum``: e.g. ``"ij,jk->ik"`` (matmul),
+    ``"bij->bji"``, ``"ii"`` (trace), ``"...ij,...jk"`` (batched, implicit output).
+
+    Args:
+        subscripts: str of comma-separated operand subscripts (letters, optionally one
+            ``...`` per operand for broadcast leading axes) and an optional ``->`` output. With
+            no ``->`` the output holds the letters used once, in alphabetical order, after the
+            ``...`` axes (NumPy's implicit mode).
+        *operands: Tensors, one per operand subscript.
+
+    Returns:
+        Tensor. Differentiable with respect to every float operand.
+
+    Raises:
+        ValueError: if the number of operands or of subscripts per operand does not match, a
+            character is not a letter, or a letter's sizes disagree.
+    """
+    shapes = [np.shape(raw(x)) for x in operands]
+    ins, out = _parse_einsum(subscripts, shapes)
+    return Einsum(ins, out).apply(*operands)
+
+
+def _parse_einsum(subscripts, shapes):
+    """Per-operand subscripts and the output subscripts, with every ``...`` spelled out."""
+    spec = subscripts.replace(" ", "")
+    lhs, arrow, out = spec.partition("->")
+    ins = lhs.split(",")
+
+    def fail(why):
+        return ValueError(f"einsum: {why}. Received: subscripts={subscripts!r}, operand shapes "
+                          f"{[tuple(s) for s in shapes]}")
+
+    if len(ins) != len(shapes):
+        raise fail(f"{len(ins)} operand subscripts for {len(shapes)} operands")
+    if "->" in out or any(c not in _EINSUM_LETTERS + "Z." for c in lhs.replace(",", "") + out):
+        raise fail("subscripts must be letters, with at most one '->' and '...' per operand")
+    spare = [c for c in _EINSUM_LETTERS + "Z" if c not in lhs + out]
+    dots = [len(shape) - len(s.replace("...", "")) if "..." in s else 0
+            for s, shape in zip(ins, shapes)]
+    for s, shape, n in zip(ins, shapes, dots):
+        if s.count(".") not in (0, 3) or s.replace("...", "").count(".") or n < 0 or (
+                "..." not in s and len(s) != len(shape)):
+            raise fail(f"operand subscripts {s!r} do not fit an operand of shape {tuple(shape)}")
+    ell = "".join(spare[:max(dots, default=0)])
+    ins = [s.replace("...", ell[len(ell) - n:]) for s, n in zip(ins, dots)]
+    if not arrow:
+        letters = lhs.replace("...", "").replace(",", "")
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    else:
+        if out.count(".") not in (0, 3) or out.replace("...", "").count("."):
+            raise fail("the output may hold '...' once")
+        if ell and "..." not in out:
+            raise fail("an output without '...' cannot sum over the '...' axes (as NumPy)")
+        out = out.replace("...", ell)
+        if any(c not in "".join(ins) for c in out) or len(set(out)) != len(out):
+            raise fail("every output letter must appear once in the output and in an input")
+    return ins, out
+
+
+
 # -- indexing ----------------------------------------------------------------------------------
 class GetItem(Function):
     def __init__(self, key):
@@ -242,7 +400,7 @@ class GetItem(Function):
         if _is_basic(self.key):
             gx[self.key] = gy
         else:  # integer arrays may repeat an index: scatter-add
-            self.xp.add.at(gx, self.key, gy)
+            self.backend.scatter_add(gx, self.key, gy)
         return (gx,)
 
 
@@ -251,8 +409,18 @@ def _is_basic(key):
     return all(k is None or k is Ellipsis or isinstance(k, (int, slice, np.integer)) for k in keys)
 
 
+def _is_mask(k):
+    return getattr(k, "dtype", None) is not None and k.dtype.kind == "b" and k.ndim > 0
+
+
 def getitem(x, key):
-    """``x[key]`` with ints, slices, None, Ellipsis, integer arrays or bool masks."""
+    """``x[key]`` with NumPy's indexing rules: ints, slices, None, Ellipsis, integer arrays or
+    bool masks (Tensors, arrays or lists). Differentiable with respect to ``x``: the gradient is
+    scattered back, and summed where an integer array repeats an index.
+
+    Raises:
+        IndexError: for an index out of range or a key of the wrong rank, naming the shape.
+    """
     if isinstance(key, Tensor):
         key = key.data
     elif isinstance(key, tuple):
@@ -265,7 +433,9 @@ def getitem(x, key):
         xp = x.backend.xp
         keys = key if isinstance(key, tuple) else (key,)
         keys = tuple(xp.asarray(k) if isinstance(k, (np.ndarray, list)) else k for k in keys)
-        key = keys if isinstance(key, tuple) else keys[0]
+        if any(_is_mask(k) for k in keys):  # bool masks -> the integer indices they select
+            keys = tuple(i for k in keys for i in (xp.nonzero(k) if _is_mask(k) else (k,)))
+        key = keys if isinstance(key, tuple) or len(keys) > 1 else keys[0]
     return GetItem(key).apply(x)
 
 
@@ -292,4 +462,7 @@ def _install_operators():
 _install_operators()
 
 
-__all__ = ["add", "subtract", "multiply", "divide", "true_divide", "power", "negative", "floor_divide", "mod", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "matmul", "getitem"]
+__all__ = ["add", "subtract", "multiply", "divide", "true_divide", "power", "negative",
+           "floor_divide", "mod", "equal", "not_equal", "less", "less_equal", "greater",
+           "greater_equal", "logical_and", "logical_or", "logical_not", "matmul", "getitem", "dot",
+           "einsum"]

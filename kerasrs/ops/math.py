@@ -5,6 +5,7 @@ import builtins
 import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+from kerasrs.backend import is_float_dtype, standardize_dtype
 from kerasrs.ops.core import constant
 
 
@@ -33,15 +34,27 @@ def _unary(name, f, df, doc):
     return op
 
 
+def _quiet(fn):
+    """``fn`` with NumPy's divide-by-zero warnings off: ``1/0 = inf`` is the IEEE answer here."""
+    def wrapped(xp, x, y):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return fn(xp, x, y)
+
+    return wrapped
+
+
 exp = _unary("exp", lambda xp, x: xp.exp(x), lambda xp, x, y: y, "Elementwise ``e**x``.")
-log = _unary("log", lambda xp, x: xp.log(x), lambda xp, x, y: 1 / x,
+log = _unary("log", lambda xp, x: xp.log(x), _quiet(lambda xp, x, y: 1 / x),
              "Elementwise natural logarithm.")
 log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda xp, x, y: 1 / (1 + x),
                "Elementwise ``log(1 + x)``, accurate for small ``x``.")
 expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda xp, x, y: y + 1,
                "Elementwise ``exp(x) - 1``, accurate for small ``x``.")
-sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda xp, x, y: 0.5 / y,
-              "Elementwise square root.")
+sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), _quiet(lambda xp, x, y: 0.5 / y),
+              "Elementwise square root. The gradient at 0 is ``+inf`` (IEEE ``0.5 / 0``, no "
+              "warning), as in PyTorch and TensorFlow.")
+rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), _quiet(lambda xp, x, y: -0.5 * y * y * y),
+               "Elementwise ``1 / sqrt(x)``; ``inf`` at 0.")
 square = _unary("square", lambda xp, x: x * x, lambda xp, x, y: 2 * x, "Elementwise ``x * x``.")
 absolute = _unary("absolute", lambda xp, x: xp.abs(x), lambda xp, x, y: xp.sign(x),
                   "Elementwise ``|x|``. Gradient 0 at 0 (PyTorch's convention).")
@@ -50,8 +63,49 @@ tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda xp, x, y: 1 - y * y,
               "Elementwise hyperbolic tangent.")
 sin = _unary("sin", lambda xp, x: xp.sin(x), lambda xp, x, y: xp.cos(x), "Elementwise sine.")
 cos = _unary("cos", lambda xp, x: xp.cos(x), lambda xp, x, y: -xp.sin(x), "Elementwise cosine.")
-reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda xp, x, y: -y * y,
+reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, _quiet(lambda xp, x, y: -y * y),
                     "Elementwise ``1 / x``.")
+
+
+class Erf(Function):
+    def forward(self, x):
+        self.x = x
+        return self.backend.erf(x)  # a named backend kernel: series/continued fraction on NumPy
+
+    def backward(self, gy):
+        x = self.x
+        return (gy * (_TWO_OVER_SQRT_PI * self.xp.exp(-x * x)).astype(gy.dtype, copy=False),)
+
+
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+
+
+def erf(x):
+    """The error function ``2/sqrt(pi) * integral_0^x exp(-t**2) dt``, elementwise.
+
+    float64-accurate (max abs error below 1e-12; see ``kerasrs.backend.base.Backend.erf`` for the
+    algorithm). Float inputs keep their dtype; integers give float32. Derivative
+    ``2/sqrt(pi) exp(-x**2)``.
+    """
+    return Erf().apply(x)
+
+
+def isnan(x):
+    """Elementwise ``x != x``: a bool Tensor. No gradient flows."""
+    x = convert_to_tensor(x)
+    return constant(x.backend.xp.isnan(x.data), x.backend)
+
+
+def isfinite(x):
+    """Elementwise "neither inf nor NaN": a bool Tensor. No gradient flows."""
+    x = convert_to_tensor(x)
+    return constant(x.backend.xp.isfinite(x.data), x.backend)
+
+
+def isinf(x):
+    """Elementwise ``|x| == inf``: a bool Tensor. No gradient flows."""
+    x = convert_to_tensor(x)
+    return constant(x.backend.xp.isinf(x.data), x.backend)
 
 
 def sign(x):
@@ -61,9 +115,11 @@ def sign(x):
 
 
 def cast(x, dtype):
-    """``x`` converted to ``dtype``. Gradients flow back (cast to the input dtype) for floats."""
-    from kerasrs.backend import standardize_dtype
+    """``x`` converted to ``dtype`` (a name such as "float16" or "bfloat16", or a dtype).
 
+    Between float dtypes the gradient flows back, cast to the input's dtype. A cast to or from
+    an integer/bool dtype stops it (as TensorFlow and Keras do).
+    """
     return Cast(standardize_dtype(dtype)).apply(x)
 
 
@@ -76,7 +132,9 @@ class Cast(Function):
         return x.astype(self.dtype, copy=False)
 
     def backward(self, gy):
-        return (gy.astype(self.in_dtype) if self.in_dtype.kind == "f" else None,)
+        if is_float_dtype(self.in_dtype) and is_float_dtype(self.dtype):
+            return (gy.astype(self.in_dtype, copy=False),)
+        return (None,)
 
 
 # -- binary elementwise with a choice ------------------------------------------------------------
@@ -249,4 +307,20 @@ def argmin(x, axis=None, keepdims=False):
     return constant(x.backend.xp.argmin(x.data, axis=axis, keepdims=keepdims), x.backend)
 
 
-__all__ = ["exp", "log", "log1p", "expm1", "sqrt", "square", "absolute", "abs", "tanh", "sin", "cos", "reciprocal", "sign", "cast", "where", "maximum", "minimum", "clip", "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin"]
+def _install_methods():
+    """Tensor methods that NumPy users expect, delegating to the ops above."""
+    Tensor.sum = lambda self, axis=None, keepdims=False: sum(self, axis, keepdims)
+    Tensor.mean = lambda self, axis=None, keepdims=False: mean(self, axis, keepdims)
+    Tensor.max = lambda self, axis=None, keepdims=False: max(self, axis, keepdims)
+    Tensor.min = lambda self, axis=None, keepdims=False: min(self, axis, keepdims)
+    Tensor.astype = lambda self, dtype: cast(self, dtype)
+    Tensor.__abs__ = lambda self: absolute(self)
+
+
+_install_methods()
+
+
+__all__ = ["rsqrt", "erf", "isnan", "isfinite", "isinf", "exp", "log", "log1p", "expm1", "sqrt",
+           "square", "absolute", "abs", "tanh", "sin", "cos", "reciprocal", "sign", "cast", "where",
+           "maximum", "minimum", "clip", "sum", "mean", "max", "min", "amax", "amin", "argmax",
+           "argmin"]

@@ -1,12 +1,22 @@
-"""Shape and layout ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate."""
+"""Shape, layout and gather ops: reshape, transpose, concatenate, split, pad, tile, repeat,
+take, take_along_axis, sort."""
 
 import numpy as np
 
-from kerasrs.autodiff import Function, Tensor
+from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+from kerasrs.ops.core import constant, getitem
 
 
 def _shape(x):
     return tuple(np.shape(x.data if isinstance(x, Tensor) else x))
+
+
+def _axis(op, axis, ndim, shape):
+    """``axis`` in ``[0, ndim)``, or a ValueError naming ``op`` if it is out of range."""
+    if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
+        raise ValueError(f"{op}: axis {axis!r} is out of range for a tensor of rank {ndim}. "
+                         f"Received: shape {shape}")
+    return int(axis) % ndim
 
 
 class Reshape(Function):
@@ -47,7 +57,7 @@ def transpose(x, axes=None):
     """Permute axes (reverse them when ``axes`` is None)."""
     if axes is not None:
         nd = len(_shape(x))
-        axes = tuple(a % nd for a in axes) if nd else ()
+        axes = tuple(a % nd if -nd <= a < nd else a for a in axes) if nd else tuple(axes)
         if sorted(axes) != list(range(nd)):
             raise ValueError(f"transpose: axes {axes} are not a permutation of the {nd} axes. "
                              f"Received: shape {_shape(x)}")
@@ -56,7 +66,10 @@ def transpose(x, axes=None):
 
 def expand_dims(x, axis):
     """Insert size-1 axes at ``axis`` (int or tuple), as NumPy's ``expand_dims``."""
-    shape = np.expand_dims(np.empty(_shape(x), dtype=bool), axis).shape
+    try:
+        shape = np.expand_dims(np.empty(_shape(x), dtype=bool), axis).shape
+    except (ValueError, IndexError, TypeError) as e:
+        raise ValueError(f"expand_dims: {e}. Received: shape {_shape(x)}, axis={axis!r}") from None
     return Reshape(shape).apply(x)
 
 
@@ -116,7 +129,7 @@ def concatenate(xs, axis=0):
     if any(len(s) != nd for s in shapes) or nd == 0:
         raise ValueError(f"concatenate: all inputs must have the same rank (>= 1). Received: "
                          f"shapes {shapes}")
-    ax = axis % nd
+    ax = _axis("concatenate", axis, nd, shapes[0])
     if any(s[:ax] + s[ax + 1:] != shapes[0][:ax] + shapes[0][ax + 1:] for s in shapes):
         raise ValueError(f"concatenate: inputs must match on every axis except axis {axis}. "
                          f"Received: shapes {shapes}")
@@ -128,7 +141,296 @@ def stack(xs, axis=0):
     shapes = [_shape(x) for x in xs]
     if not shapes or any(s != shapes[0] for s in shapes):
         raise ValueError(f"stack: inputs must all have the same shape. Received: shapes {shapes}")
+    _axis("stack", axis, len(shapes[0]) + 1, shapes[0])
     return concatenate([expand_dims(x, axis) for x in xs], axis=axis)
 
 
-__all__ = ["reshape", "transpose", "expand_dims", "squeeze", "broadcast_to", "concatenate", "stack"]
+
+
+def split(x, indices_or_sections, axis=0):
+    """Split ``x`` along ``axis`` into a list of Tensors, as NumPy's ``split``.
+
+    Args:
+        x: Tensor.
+        indices_or_sections: int ``n`` (``n`` equal parts; the axis size must divide by
+            ``n``) or a sorted list of split positions.
+        axis: int.
+
+    Returns:
+        list of Tensors, each differentiable (each is a slice of ``x``).
+
+    Raises:
+        ValueError: for a bad axis or an unequal split.
+    """
+    shape = _shape(x)
+    ax = _axis("split", axis, len(shape), shape)
+    n = shape[ax]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise ValueError(f"split: axis {axis} of size {n} cannot be split into {k} equal "
+                             f"parts. Received: shape {shape}, indices_or_sections={k}")
+        bounds = [i * (n // k) for i in range(k + 1)]
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    lead = (slice(None),) * ax
+    return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+class Tile(Function):
+    def __init__(self, reps):
+        self.reps = reps
+
+    def forward(self, x):
+        self.shape = x.shape
+        return self.xp.tile(x, self.reps)
+
+    def backward(self, gy):  # view gy as (r0, s0, r1, s1, ...) and sum over the r axes
+        nd = gy.ndim
+        reps = (1,) * (nd - len(self.reps)) + tuple(self.reps)
+        shape = (1,) * (nd - len(self.shape)) + tuple(self.shape)
+        g = gy.reshape([n for pair in zip(reps, shape) for n in pair])
+        return (g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(self.shape),)
+
+
+def tile(x, repeats):
+    """``x`` repeated ``repeats`` times along each axis (NumPy's ``tile``): ``repeats`` is an
+    int or a sequence; a shorter one applies to the trailing axes."""
+    reps = (int(repeats),) if isinstance(repeats, (int, np.integer)) else tuple(map(int, repeats))
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: repeats must be >= 0. Received: repeats={repeats!r}")
+    return Tile(reps).apply(x)
+
+
+class Repeat(Function):
+    def __init__(self, repeats, axis):
+        self.repeats, self.axis = repeats, axis
+
+    def forward(self, x):
+        self.shape = x.shape
+        return self.xp.repeat(x, self.repeats, axis=self.axis)
+
+    def backward(self, gy):
+        xp, ax, r = self.xp, self.axis, self.repeats
+        if isinstance(r, int):  # (..., n * r, ...) -> (..., n, r, ...) summed over r
+            n = self.shape[ax]
+            return (gy.reshape(gy.shape[:ax] + (n, r) + gy.shape[ax + 1:]).sum(axis=ax + 1),)
+        source = xp.repeat(xp.arange(self.shape[ax]), r)  # which input each output came from
+        gx = xp.zeros(self.shape, gy.dtype)
+        self.backend.scatter_add(gx, (slice(None),) * ax + (source,), gy)
+        return (gx,)
+
+
+def repeat(x, repeats, axis=None):
+    """Repeat each element ``repeats`` times (an int, or one count per element along
+    ``axis``), as NumPy's ``repeat``; with ``axis`` None the flattened tensor is repeated."""
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    shape = _shape(x)
+    ax = _axis("repeat", axis, len(shape), shape)
+    if isinstance(repeats, (int, np.integer)):
+        repeats = int(repeats)
+        bad = repeats < 0
+    else:
+        repeats = np.asarray(getattr(repeats, "data", repeats)).astype("int64")
+        bad = repeats.shape not in ((shape[ax],), (1,)) or (repeats < 0).any()
+        repeats = int(repeats[0]) if repeats.shape == (1,) else repeats.tolist()
+    if bad:
+        raise ValueError(f"repeat: repeats must be >= 0 and an int or one count per element "
+                         f"along axis {axis}. Received: shape {shape}")
+    return Repeat(repeats, ax).apply(x)
+
+
+class Pad(Function):
+    def __init__(self, pad_width, mode, constant_values):
+        self.pad_width, self.mode, self.value = pad_width, mode, constant_values
+
+    def forward(self, x):
+        xp, self.shape = self.xp, x.shape
+        if self.mode == "constant":
+            return xp.pad(x, self.pad_width, mode="constant", constant_values=self.value)
+        # every other mode copies input elements: pad an index map, then gather through it
+        self.source = xp.pad(xp.arange(x.size).reshape(x.shape), self.pad_width, mode=self.mode)
+        return x.reshape(-1)[self.source]
+
+    def backward(self, gy):
+        if self.mode == "constant":
+            return (gy[tuple(slice(a, a + n) for (a, _), n in zip(self.pad_width, self.shape))],)
+        gx = self.xp.zeros(int(np.prod(self.shape)), gy.dtype)
+        self.backend.scatter_add(gx, self.source.reshape(-1), gy.reshape(-1))
+        return (gx.reshape(self.shape),)
+
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def pad(x, pad_width, mode="constant", constant_values=None):
+    """Pad ``x`` as NumPy's ``pad``.
+
+    Args:
+        x: Tensor.
+        pad_width: int, ``(before, after)`` or one ``(before, after)`` pair per axis.
+        mode: "constant" (default), "edge", "reflect", "symmetric" or "wrap".
+        constant_values: fill value for "constant" (default 0).
+
+    Returns:
+        Tensor, differentiable: padded values copied from ``x`` send their gradient back.
+
+    Raises:
+        ValueError: for negative widths, a pad_width of the wrong shape, or an unknown mode.
+    """
+    shape = _shape(x)
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width, dtype="int64"), (len(shape), 2))
+    except ValueError:
+        raise ValueError(f"pad: pad_width must be an int, a pair, or one pair per axis. "
+                         f"Received: pad_width={pad_width!r}, shape {shape}") from None
+    if (widths < 0).any() or mode not in _PAD_MODES:
+        raise ValueError(f"pad: widths must be >= 0 and mode one of {_PAD_MODES}. Received: "
+                         f"pad_width={pad_width!r}, mode={mode!r}")
+    if constant_values is not None and mode != "constant":
+        raise ValueError(f"pad: constant_values needs mode='constant'. Received: mode={mode!r}")
+    widths = tuple((int(a), int(b)) for a, b in widths)
+    return Pad(widths, mode, 0 if constant_values is None else constant_values).apply(x)
+
+
+class Take(Function):
+    def __init__(self, indices, axis):
+        self.indices, self.axis = indices, axis
+
+    def forward(self, x):
+        self.shape = x.shape
+        return self.xp.take(x, self.indices, axis=self.axis)
+
+    def backward(self, gy):
+        gx = self.xp.zeros(self.shape, gy.dtype)
+        self.backend.scatter_add(gx, (slice(None),) * self.axis + (self.indices,), gy)
+        return (gx,)
+
+
+def _indices(op, indices, x):
+    idx = convert_to_tensor(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"{op}: indices must be integers. Received: dtype {idx.dtype}")
+    return idx.data if idx.backend is x.backend else x.backend.asarray(idx.numpy())
+
+
+def take(x, indices, axis=None):
+    """Elements of ``x`` at integer ``indices`` along ``axis`` (of the flattened ``x`` when
+    None), as NumPy's ``take``. Negative indices count from the end. Differentiable in ``x``
+    (repeated indices add their gradients).
+
+    Raises:
+        IndexError: for an index out of range. TypeError: for non-integer indices.
+    """
+    x = convert_to_tensor(x)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    ax = _axis("take", axis, x.ndim, x.shape)
+    idx = _indices("take", indices, x)
+    n = x.shape[ax]
+    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
+        raise IndexError(f"take: indices must be in [-{n}, {n}) along axis {axis}. Received: "
+                         f"indices from {int(idx.min())} to {int(idx.max())}, shape {x.shape}")
+    return Take(idx, ax).apply(x)
+
+
+class TakeAlongAxis(Function):
+    def __init__(self, indices, axis):
+        self.indices, self.axis = indices, axis
+
+    def forward(self, x):
+        self.shape = x.shape
+        return self.xp.take_along_axis(x, self.indices, axis=self.axis)
+
+    def backward(self, gy):  # scatter-add through open-mesh indices (x may be broadcast)
+        xp, ax = self.xp, self.axis
+        key = []
+        for d, n in enumerate(gy.shape):
+            if d == ax:
+                key.append(xp.broadcast_to(self.indices, gy.shape))
+            else:
+                shape = [1] * gy.ndim
+                shape[d] = n
+                key.append(xp.arange(n).reshape(shape) if self.shape[d] == n
+                           else xp.zeros(shape, dtype="int64"))
+        gx = xp.zeros(self.shape, gy.dtype)
+        self.backend.scatter_add(gx, tuple(key), gy)
+        return (gx,)
+
+
+def take_along_axis(x, indices, axis=None):
+    """``x`` gathered at ``indices`` along ``axis``, as NumPy's ``take_along_axis``: indices
+    has ``x``'s rank and broadcasts against it on the other axes (axis None: both flattened).
+    Differentiable in ``x``."""
+    x = convert_to_tensor(x)
+    idx = _indices("take_along_axis", indices, x)
+    if axis is None:
+        x, idx, axis = reshape(x, (-1,)), idx.reshape(-1), 0
+    ax = _axis("take_along_axis", axis, x.ndim, x.shape)
+    if idx.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices must have the rank of x. Received: shapes "
+                         f"{x.shape} and {tuple(idx.shape)}")
+    n = x.shape[ax]
+    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
+        raise IndexError(f"take_along_axis: indices must be in [-{n}, {n}) along axis {axis}. "
+                         f"Received: indices from {int(idx.min())} to {int(idx.max())}, "
+                         f"shape {x.shape}")
+    idx = idx % n if idx.size else idx  # negative indices count from the end
+    return TakeAlongAxis(idx, ax).apply(x)
+
+
+class Sort(Function):
+    def __init__(self, axis):
+        self.axis = axis
+
+    def forward(self, x):
+        xp = self.xp
+        self.order = xp.argsort(x, axis=self.axis, kind="stable")
+        return xp.take_along_axis(x, self.order, axis=self.axis)
+
+    def backward(self, gy):  # a permutation: route each gradient back through its inverse
+        inverse = self.xp.argsort(self.order, axis=self.axis)
+        return (self.xp.take_along_axis(gy, inverse, axis=self.axis),)
+
+
+def sort(x, axis=-1):
+    """``x`` sorted in ascending order along ``axis`` (flattened when None). Differentiable:
+    the gradient follows each element to where it came from (ties keep their order)."""
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    shape = _shape(x)
+    return Sort(_axis("sort", axis, len(shape), shape)).apply(x)
+
+
+def argsort(x, axis=-1):
+    """Indices that sort ``x`` along ``axis`` (stable). An int64 Tensor, no gradient."""
+    x = convert_to_tensor(x)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    ax = _axis("argsort", axis, x.ndim, x.shape)
+    return constant(x.backend.xp.argsort(x.data, axis=ax, kind="stable"), x.backend)
+
+
+def nonzero(x):
+    """Indices of the non-zero elements: a tuple of int64 Tensors, one per axis."""
+    x = convert_to_tensor(x)
+    return tuple(constant(i, x.backend) for i in x.backend.xp.nonzero(x.data))
+
+
+def _install_methods():
+    """Tensor methods that NumPy users expect, delegating to the ops above."""
+    Tensor.T = property(lambda self: transpose(self))
+    Tensor.reshape = lambda self, *shape: reshape(
+        self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+    Tensor.transpose = lambda self, *axes: transpose(
+        self, (axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes) or None)
+    Tensor.squeeze = lambda self, axis=None: squeeze(self, axis)
+
+
+_install_methods()
+
+
+__all__ = ["reshape", "transpose", "expand_dims", "squeeze", "broadcast_to", "concatenate",
+           "stack", "split", "tile", "repeat", "pad", "take", "take_along_axis", "sort",
+           "argsort", "nonzero"]

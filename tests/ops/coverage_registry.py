@@ -13,9 +13,11 @@ The coverage test reads these with ``ast`` (no import, no side effects) and chec
 name in ``kerasrs.ops.__all__`` and ``kerasrs.ops.nn.__all__``, that it is declared in one of
 the two; aliases (``abs`` is ``absolute``) count as covered when their target is. It also checks
 that each declaration is not empty talk: a file that declares ``GRADIENT_TESTED`` must call
-``check_gradients``, and must call each declared name (``ops.name(...)``, ``nn.name(...)`` or
-``name(...)``) somewhere. So adding an op to ``__all__`` without a gradient test (or an explicit,
-reasoned ``NON_DIFFERENTIABLE`` entry) fails the suite.
+``check_gradients``, and must use each declared name somewhere outside the declarations
+(``ops.name``, ``nn.name``, a bare ``name``, or the string ``"name"``, e.g. as a key of a
+parametrized table that is looked up with ``getattr(ops, name)``). So adding an op to
+``__all__`` without a gradient test (or an explicit, reasoned ``NON_DIFFERENTIABLE`` entry)
+fails the suite.
 """
 
 import ast
@@ -32,10 +34,10 @@ def _literal(node):
 
 
 def read_declarations(path):
-    """``(gradient_tested: set, non_differentiable: dict, called_names: set, calls_check: bool)``
+    """``(gradient_tested: set, non_differentiable: dict, used_names: set, calls_check: bool)``
     parsed from one test file."""
     tree = ast.parse(pathlib.Path(path).read_text(), filename=str(path))
-    tested, non_diff = set(), {}
+    tested, non_diff, declarations = set(), {}, set()
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, ast.AnnAssign) else []
@@ -47,20 +49,28 @@ def read_declarations(path):
                 if not isinstance(value, (set, frozenset)):
                     raise TypeError(f"{path}: GRADIENT_TESTED must be a set literal of strings")
                 tested |= set(value)
+                declarations.add(id(node))
             elif target.id == "NON_DIFFERENTIABLE":
                 if not isinstance(value, dict):
                     raise TypeError(f"{path}: NON_DIFFERENTIABLE must be a dict literal "
                                     "{name: reason}")
                 non_diff.update(value)
-    called = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute):
-                called.add(func.attr)
-            elif isinstance(func, ast.Name):
-                called.add(func.id)
-    return tested, non_diff, called, "check_gradients" in called
+                declarations.add(id(node))
+    used, calls_check = set(), False
+    for stmt in tree.body:
+        if id(stmt) in declarations:
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute):
+                used.add(node.attr)
+            elif isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                used.add(node.value)
+            if isinstance(node, ast.Call) and "check_gradients" in (
+                    getattr(node.func, "id", None), getattr(node.func, "attr", None)):
+                calls_check = True
+    return tested, non_diff, used, calls_check
 
 
 def collect(directory=OPS_TEST_DIR):

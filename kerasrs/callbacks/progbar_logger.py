@@ -1,0 +1,124 @@
+"""`ProgbarLogger`: the progress display of fit/evaluate/predict, drawn with ``tqdm.auto``
+(a terminal bar, or a widget in Jupyter)."""
+
+import sys
+import time
+
+from kerasrs.callbacks.callback import Callback
+
+
+def format_logs(logs):
+    """``"loss: 0.5123 - accuracy: 0.8125"``: 4 decimals, or 4 significant digits below 1e-3."""
+    parts = []
+    for key, value in (logs or {}).items():
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            continue
+        parts.append(f"{key}: {value:.4f}" if abs(value) >= 1e-3 or value == 0 else
+                     f"{key}: {value:.4e}")
+    return " - ".join(parts)
+
+
+class ProgbarLogger(Callback):
+    """Shows progress according to ``params["verbose"]``.
+
+    * ``verbose=1``: one tqdm bar per epoch (and for ``evaluate``/``predict``) with the step
+      count, the rate, and the running loss and metrics; at the epoch end the bar shows the
+      epoch's values including ``val_*``.
+    * ``verbose=2``: one line per epoch, ``Epoch 3/10 - 2s - 4ms/step - loss: ... - val_loss:
+      ...`` (and one line at the end of ``evaluate``).
+    * ``verbose=0``: nothing.
+
+    Validation inside ``fit`` draws no bar of its own.
+    """
+
+    def __init__(self, file=None):
+        super().__init__()
+        self.file = file
+        self._bar = None
+        self._in_fit = False
+        self._start = 0.0
+        self._seen = 0
+
+    @property
+    def _verbose(self):
+        return self.params.get("verbose", 1)
+
+    def _open(self, desc, total):
+        self._close()
+        self._start, self._seen = time.perf_counter(), 0
+        if self._verbose == 1:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, unit="step", leave=True, dynamic_ncols=True,
+                             file=self.file or sys.stdout)
+
+    def _step(self, logs):
+        self._seen += 1
+        if self._bar is not None:
+            text = format_logs({k: v for k, v in (logs or {}).items() if k != "outputs"})
+            if text:
+                self._bar.set_postfix_str(text, refresh=False)
+            self._bar.update(1)
+
+    def _close(self, logs=None):
+        if self._bar is not None:
+            if logs:
+                self._bar.set_postfix_str(format_logs(logs), refresh=False)
+            self._bar.close()
+            self._bar = None
+
+    def _line(self, head, logs):
+        seconds = time.perf_counter() - self._start
+        per_step = 1000 * seconds / max(self._seen, 1)
+        text = format_logs(logs)
+        print(f"{head} - {seconds:.0f}s - {per_step:.0f}ms/step" + (f" - {text}" if text else ""),
+              file=self.file or sys.stdout, flush=True)
+
+    # -- fit ------------------------------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        self._in_fit = True
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+        self._open(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}", self.params.get("steps"))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._step(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._verbose == 1:
+            self._close(logs)
+        elif self._verbose == 2:
+            self._line(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}", logs)
+
+    def on_train_end(self, logs=None):
+        self._in_fit = False
+        self._close()
+
+    # -- evaluate and predict -------------------------------------------------------------------
+    def on_test_begin(self, logs=None):
+        if not self._in_fit:
+            self._open("Evaluate", self.params.get("steps"))
+
+    def on_test_batch_end(self, batch, logs=None):
+        if not self._in_fit:
+            self._step(logs)
+
+    def on_test_end(self, logs=None):
+        if not self._in_fit:
+            self._close(logs)
+            if self._verbose == 2:
+                self._line("Evaluate", logs)
+
+    def on_predict_begin(self, logs=None):
+        self._open("Predict", self.params.get("steps"))
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self._step(None)
+
+    def on_predict_end(self, logs=None):
+        self._close()
+        if self._verbose == 2:
+            self._line("Predict", None)

@@ -1,0 +1,10 @@
+"""Attention layers: MultiHeadAttention, Attention, AdditiveAttention and EinsumDense.
+
+Re-exported by `kerasrs.layers` (which imports every package module's ``__all__``).
+"""
+
+from kerasrs.layers.attention.attention import AdditiveAttention, Attention
+from kerasrs.layers.attention.einsum_dense import EinsumDense
+from kerasrs.layers.attention.multi_head_attention import MultiHeadAttention
+
+__all__ = ["MultiHeadAttention", "Attention", "AdditiveAttention", "EinsumDense"]

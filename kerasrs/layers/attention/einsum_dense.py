@@ -1,0 +1,180 @@
+"""`EinsumDense`: a dense layer whose product is an einsum (Keras's ``keras.layers.EinsumDense``).
+
+MultiHeadAttention's projections are EinsumDense sublayers (``query``, ``key``, ``value``,
+``attention_output``), so their weights have Keras's shapes and paths. Equations of the usual
+projection form (input axes = free axes then contracted axes; kernel = contracted axes then new
+axes; output = free axes then new axes) run as one 2-D GEMM on ``(prod(free), prod(contracted))``;
+any other equation runs through `kerasrs.ops.einsum`.
+"""
+
+import re
+
+import numpy as np
+
+from kerasrs import activations, initializers, ops
+from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+
+
+def analyze_equation(equation, bias_axes, input_shape, output_shape, who="einsum_dense"):
+    """Kernel shape, bias shape, full output shape and the parsed specs of an equation.
+
+    Follows Keras's rules: ``output_shape`` gives the output axes after the batch axis (None for
+    sizes taken from the input), ``...`` may stand for leading (``...ab,bc->...ac``) or trailing
+    (``ab...,bc->ac...``) input axes.
+
+    Raises:
+        ValueError: for an equation of another form, or axes that do not match.
+    """
+    eq = equation.replace("...", "0")
+    for pattern, left in (("([a-zA-Z]+),([a-zA-Z]+)->([a-zA-Z]+)$", False),
+                          ("0([a-zA-Z]+),([a-zA-Z]+)->0([a-zA-Z]+)$", True),
+                          ("([a-zA-Z]{2,})0,([a-zA-Z]+)->([a-zA-Z]+)0$", False)):
+        match = re.match(pattern, eq)
+        if match:
+            break
+    else:
+        raise ValueError(f"{who}: the equation must look like 'ab,bc->ac', '...b,bc->...c' or "
+                         f"'ab...,bc->ac...'. Received: equation={equation!r}")
+    ins, ker, outs = match.groups()
+    input_shape = tuple(input_shape)
+    elided = len(input_shape) - len(ins)
+    full = [input_shape[0]] + (list(output_shape) if isinstance(output_shape, (list, tuple))
+                               else [output_shape])
+    if elided > 0 and left:
+        full[1:1] = list(input_shape[1:elided])
+    elif elided > 0:
+        full += list(input_shape[len(input_shape) - elided:])
+    in_at = {c: (i + elided - len(input_shape) if left else i) for i, c in enumerate(ins)}
+    out_at = {c: (i + elided if left else i) for i, c in enumerate(outs)}
+    for c in ins:
+        if c in out_at and full[out_at[c]] is not None and full[out_at[c]] != input_shape[in_at[c]]:
+            raise ValueError(f"{who}: input and output sizes differ on axis {c!r}. Received: "
+                             f"input_shape={input_shape}, output_shape={tuple(full)}")
+    kernel_shape, in_axes, out_axes = [], [], []
+    for i, c in enumerate(ker):
+        if c in out_at:
+            kernel_shape.append(full[out_at[c]])
+            out_axes.append(i)
+        elif c in in_at:
+            kernel_shape.append(input_shape[in_at[c]])
+            in_axes.append(i)
+        else:
+            raise ValueError(f"{who}: kernel axis {c!r} is in neither the input nor the output. "
+                             f"Received: equation={equation!r}")
+    for i, c in enumerate(outs):
+        if full[out_at[c]] is None and c in in_at:
+            full[out_at[c]] = input_shape[in_at[c]]
+    bias_shape = None
+    if bias_axes:
+        for c in bias_axes:
+            if c not in outs:
+                raise ValueError(f"{who}: bias axis {c!r} is not an output axis. "
+                                 f"Received: bias_axes={bias_axes!r}, equation={equation!r}")
+        first = min(outs.index(c) for c in bias_axes)
+        shift = elided if left else 0
+        bias_shape = [full[outs.index(c) + shift] if c in bias_axes else 1 for c in outs[first:]]
+        if not left:
+            bias_shape += [1] * max(elided, 0)
+    return tuple(kernel_shape), bias_shape and tuple(bias_shape), tuple(full), \
+        (ins, ker, outs, left, in_axes, out_axes)
+
+
+class _FannedInitializer:
+    """A variance-scaling initializer drawn as a ``(fan_in, fan_out)`` matrix and reshaped, so
+    fans count the contracted and the new kernel axes (what Keras's ``input_axes`` do)."""
+
+    def __init__(self, base, fan_in, fan_out):
+        self.base, self.fan_in, self.fan_out = base, fan_in, fan_out
+
+    def __call__(self, shape, dtype=None):
+        return np.asarray(self.base((self.fan_in, self.fan_out), dtype=dtype)).reshape(shape)
+
+
+class EinsumDense(Layer):
+    """A dense layer computing ``activation(einsum(equation, inputs, kernel) + bias)``.
+
+    Args:
+        equation: e.g. ``"ab,bc->ac"`` (Dense), ``"abc,cde->abde"`` (a per-head projection).
+        output_shape: the output's sizes after the batch axis (int or tuple; None entries are
+            taken from the input).
+        activation: optional activation.
+        bias_axes: letters of the output axes that get a bias, or None.
+        kernel_initializer / bias_initializer / *_regularizer / *_constraint: as `Dense`.
+
+    Weights: ``kernel`` (the kernel letters' sizes), ``bias`` (``bias_axes`` sizes, broadcast).
+
+    Example:
+        >>> EinsumDense("abc,cde->abde", (None, 2, 4))(np.ones((3, 5, 6))).shape
+        (3, 5, 2, 4)
+    """
+
+    def __init__(self, equation, output_shape, activation=None, bias_axes=None,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, lora_rank=None, lora_alpha=None,
+                 gptq_unpacked_column_size=None, quantization_config=None, **kwargs):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        if lora_rank:
+            raise ValueError(f"{self.name}: LoRA is not supported. Received: lora_rank={lora_rank}")
+        self.equation = equation
+        self.partial_output_shape = tuple(output_shape) if isinstance(output_shape, (list, tuple)) \
+            else (output_shape,)
+        self.activation = activations.get(activation)
+        self.bias_axes = bias_axes
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
+        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+
+    def build(self, input_shape):
+        kernel_shape, bias_shape, self.full_output_shape, spec = analyze_equation(
+            self.equation, self.bias_axes, input_shape, self.partial_output_shape, self.name)
+        ins, ker, outs, left, in_axes, out_axes = spec
+        init = self.kernel_initializer
+        if isinstance(init, initializers.VarianceScaling):
+            init = _FannedInitializer(init, int(np.prod([kernel_shape[i] for i in in_axes])),
+                                      int(np.prod([kernel_shape[i] for i in out_axes])))
+        self.kernel = self.add_weight("kernel", kernel_shape, init,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = self.add_weight("bias", bias_shape, self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if bias_shape else None
+        n_bound = self._n_bound = len(in_axes)
+        right_elided = "..." in self.equation and not self.equation.startswith("...")
+        self._gemm = (not right_elided and in_axes == list(range(n_bound)) and
+                      ins[len(ins) - n_bound:] == ker[:n_bound] and
+                      outs == ins[:len(ins) - n_bound] + ker[n_bound:])
+        self.input_spec = InputSpec(ndim=len(input_shape))
+
+    def call(self, inputs):
+        if self._gemm:  # (free..., bound...) @ (bound..., new...): one 2-D GEMM
+            n_bound = self._n_bound
+            bound = int(np.prod(self.kernel.shape[:n_bound]))
+            free = inputs.shape[:inputs.ndim - n_bound]
+            kernel = ops.reshape(self.kernel, (bound, -1))
+            y = ops.matmul(ops.reshape(inputs, (-1, bound)), kernel)
+            y = ops.reshape(y, tuple(free) + tuple(self.kernel.shape[n_bound:]))
+        else:
+            y = ops.einsum(self.equation, inputs, self.kernel)
+        if self.bias is not None:
+            y = ops.add(y, self.bias)
+        return self.activation(y)
+
+    def compute_output_shape(self, input_shape):
+        return analyze_equation(self.equation, self.bias_axes, input_shape,
+                                self.partial_output_shape, self.name)[2]
+
+    def get_config(self):
+        return {**super().get_config(), "output_shape": list(self.partial_output_shape),
+                "equation": self.equation, "activation": activations.serialize(self.activation),
+                "bias_axes": self.bias_axes,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
+                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+                "kernel_constraint": None, "bias_constraint": None}
+
+
+__all__ = ["EinsumDense"]

@@ -1,0 +1,565 @@
+"""`Layer`: the base class of every layer and model, and `InputSpec`.
+
+How a layer runs (read this once; subclasses only write ``__init__``, ``build`` and ``call``):
+
+1. ``__init__`` stores the configuration. It must not create weights.
+2. On the first ``layer(inputs)`` the layer *builds*: ``build(input_shape)`` receives the shape of
+   the first argument (a tuple, or a list/dict of tuples for several inputs) and creates the
+   weights with `Layer.add_weight`. A ``build`` whose parameters are named ``<arg>_shape``
+   (``build(query_shape, value_shape)``) gets the shape of each call argument of that name.
+   Building happens inside the layer's name scope, so a weight's ``path`` is
+   ``dense/kernel`` standalone or ``sequential/dense/kernel`` inside a Sequential model.
+3. ``call(inputs, ...)`` computes the output by composing `kerasrs.ops` (never backward code).
+   It declares only the arguments it uses: ``training`` and ``mask`` are passed only when
+   ``call``'s signature has them. ``training=None`` inherits the value of the enclosing layer
+   call, so sublayers of a model follow the model's mode.
+4. Float inputs are cast to the layer's compute dtype (``floatx()`` unless ``dtype=`` is given);
+   NumPy arrays and lists become Tensors.
+5. Calling a layer on symbolic tensors (from `kerasrs.layers.Input`) does not compute anything:
+   it records a `Node` and returns symbolic outputs, see `kerasrs.layers.node`.
+
+Masks travel on tensors as ``tensor._keras_mask`` (Keras's name). A layer with
+``supports_masking = True`` passes its input mask on; a layer that makes or changes a mask
+overrides ``compute_mask(inputs, mask)``; other layers drop it.
+"""
+
+import functools
+import inspect
+
+import numpy as np
+
+from kerasrs import autodiff, initializers
+from kerasrs import backend as backend_module
+from kerasrs import ops
+from kerasrs.layers import naming
+from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
+
+_LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (for from_config)
+_call_stack = []  # the `training` value of each layer call now running, innermost last
+_outer_calls = [0]  # counts outermost layer calls: losses added during one carry its number
+_IGNORED_KWARGS = {"autocast", "quantization_config", "lora_alpha", "input_length"}
+
+
+def _wrap_build(build):
+    """Make a subclass's ``build`` open the name scope and mark the layer built (as Keras does)."""
+
+    @functools.wraps(build)
+    def wrapped(self, *args, **kwargs):
+        if self.__dict__.get("_in_build"):  # super().build(...) from a subclass's build
+            return build(self, *args, **kwargs)
+        self.__dict__["_in_build"] = True
+        try:
+            with naming.name_scope(self.name):
+                result = build(self, *args, **kwargs)
+        finally:
+            self.__dict__["_in_build"] = False
+        self.built = True
+        if args:
+            self._build_shapes = {"input_shape": _shape_to_config(args[0])} if len(args) == 1 \
+                and not kwargs else None
+        return result
+
+    wrapped._kerasrs_build = True
+    return wrapped
+
+
+class Layer:
+    """Base class of layers: weights, deferred build, the call protocol and configuration.
+
+    Args:
+        name: str, unique within a model; defaults to the snake_case class name made unique
+            (``dense``, ``dense_1``, ...).
+        trainable: bool; False freezes every weight of the layer and its sublayers.
+        dtype: dtype of the weights and of the computation ("float32", "float64", ...), or a
+            Keras ``DTypePolicy`` config dict. Defaults to ``floatx()``.
+        activity_regularizer: regularizer applied to the output; its value joins `losses`.
+        input_shape / input_dim / batch_input_shape / batch_size: Keras's way to give the first
+            layer of a `Sequential` model its input; the model turns it into an `InputLayer`.
+
+    Attributes:
+        built: whether ``build`` has run. supports_masking: whether masks pass through.
+        input_spec: an `InputSpec` (or list of them) checked on every call, or None.
+    """
+
+    supports_masking = False
+    _untracked_attrs = frozenset()  # attribute names never searched for sublayers
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _LAYER_CLASSES[cls.__name__] = cls
+        if "build" in cls.__dict__ and not getattr(cls.__dict__["build"], "_kerasrs_build", 0):
+            cls.build = _wrap_build(cls.__dict__["build"])
+
+    def __init__(self, name=None, trainable=True, dtype=None, activity_regularizer=None,
+                 **kwargs):
+        shape = kwargs.pop("input_shape", None)
+        input_dim = kwargs.pop("input_dim", None)
+        batch_shape = kwargs.pop("batch_input_shape", None)
+        batch_size = kwargs.pop("batch_size", None)
+        unknown = sorted(k for k in kwargs if k not in _IGNORED_KWARGS)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) {unknown}. "
+                            f"Received: {', '.join(f'{k}={kwargs[k]!r}' for k in unknown)}")
+        if input_dim is not None and shape is None:
+            shape = (input_dim,)
+        if batch_shape is None and shape is not None:
+            batch_shape = (batch_size,) + tuple(shape)
+        d = self.__dict__
+        d["_layers"] = []  # explicitly tracked sublayers (models); attributes are found too
+        d["_trainable_variables"], d["_non_trainable_variables"] = [], []
+        d["_regularized"], d["_losses"], d["_inbound_nodes"] = [], [], []
+        d["_losses_call"] = d["_last_call"] = 0  # outermost-call numbers (see `losses`)
+        self._batch_input_shape = None if batch_shape is None else tuple(batch_shape)
+        self.name = name or naming.unique_name(naming.to_snake_case(type(self).__name__))
+        if not isinstance(self.name, str) or "/" in self.name:
+            raise ValueError(f"{type(self).__name__}: `name` must be a string without '/'. "
+                             f"Received: name={self.name!r}")
+        self._dtype = _standardize_dtype_arg(dtype, type(self).__name__)
+        self._trainable = bool(trainable)
+        self.activity_regularizer = _get_regularizer(activity_regularizer)
+        self.built = False
+        self.input_spec = None
+        self._build_shapes = None
+        sig = inspect.signature(self.call).parameters
+        self._call_has_training = "training" in sig
+        self._call_has_mask = "mask" in sig
+
+    # -- attribute tracking: sublayers assigned as attributes are found by `_sublayers` --------
+    def _sublayers(self):
+        """Direct sublayers: explicitly tracked ones, then those held in attributes, in order."""
+        found, seen = [], set()
+        values = list(self._layers)
+        for key, value in self.__dict__.items():
+            if key in self._untracked_attrs or key == "_layers":
+                continue
+            if isinstance(value, Layer):
+                values.append(value)
+            elif isinstance(value, (list, tuple)):
+                values.extend(v for v in value if isinstance(v, Layer))
+            elif isinstance(value, dict):
+                values.extend(v for v in value.values() if isinstance(v, Layer))
+        for layer in values:
+            if id(layer) not in seen and layer is not self:
+                seen.add(id(layer))
+                found.append(layer)
+        return found
+
+    def _flatten_layers(self, include_self=True):
+        """This layer and every sublayer, depth first, each once."""
+        out, seen, stack = [], set(), [self]
+        while stack:
+            layer = stack.pop(0)
+            if id(layer) in seen:
+                continue
+            seen.add(id(layer))
+            if include_self or layer is not self:
+                out.append(layer)
+            stack[:0] = layer._sublayers()
+        return out
+
+    # -- dtypes ---------------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        """Name of the weights' dtype (and of the computation): "float32" unless set."""
+        return self._dtype or backend_module.floatx()
+
+    compute_dtype = variable_dtype = dtype
+
+    @property
+    def dtype_policy(self):
+        return {"module": "keras", "class_name": "DTypePolicy", "config": {"name": self.dtype},
+                "registered_name": None}
+
+    # -- weights --------------------------------------------------------------------------------
+    def add_weight(self, *args, name=None, shape=None, initializer=None, dtype=None,
+                   trainable=True, regularizer=None, constraint=None, **kwargs):
+        """Create a weight `kerasrs.Variable` owned by this layer (call it from ``build``).
+
+        Positional arguments follow Keras, ``add_weight(shape, initializer, dtype, trainable)``,
+        or, when the first one is a string, ``add_weight(name, shape, initializer, dtype)``.
+
+        Args:
+            name: short name (``kernel``); the variable's ``path`` adds the name scopes.
+            shape: tuple of ints. Defaults to ``()``.
+            initializer: name, `Initializer`, callable ``(shape, dtype)`` or None
+                ("glorot_uniform" for float weights, "zeros" otherwise).
+            dtype: defaults to the layer's dtype.
+            trainable: whether optimizers update it.
+            regularizer: name, object or callable ``weight -> scalar``; its value joins `losses`.
+            constraint: callable ``weight -> weight`` applied after each optimizer update.
+
+        Returns:
+            The new `kerasrs.Variable`.
+        """
+        given = {"name": name, "shape": shape, "initializer": initializer, "dtype": dtype,
+                 "trainable": trainable}
+        order = ("name", "shape", "initializer", "dtype", "trainable") if args and isinstance(
+            args[0], str) else ("shape", "initializer", "dtype", "trainable")
+        if len(args) > len(order):
+            raise TypeError(f"{self.name}.add_weight: too many positional arguments. "
+                            f"Received: {len(args)}")
+        for key, value in zip(order, args):
+            if given[key] is not None and key != "trainable":
+                raise TypeError(f"{self.name}.add_weight: got two values for `{key}`.")
+            given[key] = value
+        name, shape, initializer, dtype, trainable = (given[k] for k in (
+            "name", "shape", "initializer", "dtype", "trainable"))
+        kwargs.pop("aggregation", None), kwargs.pop("autocast", None)
+        kwargs.pop("overwrite_with_gradient", None)
+        if kwargs:
+            raise TypeError(f"{self.name}.add_weight: unexpected argument(s) {sorted(kwargs)}.")
+        shape = () if shape is None else (shape,) if isinstance(shape, int) else tuple(shape)
+        dtype = backend_module.standardize_dtype(dtype or self.dtype)
+        if initializer is None:
+            initializer = "glorot_uniform" if backend_module.is_float_dtype(dtype) else "zeros"
+        init = initializers.get(initializer)
+        name = name or "variable"
+        var = autodiff.Variable(init, shape=shape, dtype=dtype, trainable=trainable, name=name)
+        var.path = naming.variable_path(name) if naming._scopes and naming._scopes[-1] == \
+            self.name else f"{naming.variable_path(self.name)}/{name}"
+        var.regularizer = _get_regularizer(regularizer)
+        var.constraint = constraint
+        if trainable:
+            var.trainable = self._trainable
+            self._trainable_variables.append(var)
+        else:
+            self._non_trainable_variables.append(var)
+        if var.regularizer is not None:
+            self._regularized.append(var)
+        return var
+
+    def _own_weights(self):
+        return self._trainable_variables + self._non_trainable_variables
+
+    @property
+    def weights(self):
+        """All weights: this layer's own (trainable first, then non-trainable, as created), then
+        each sublayer's, each once. This is the order of `get_weights` and of saved files."""
+        out, seen = [], set()
+        for layer in self._flatten_layers():
+            for w in layer._own_weights():
+                if id(w) not in seen:
+                    seen.add(id(w))
+                    out.append(w)
+        return out
+
+    variables = weights
+
+    @property
+    def trainable_weights(self):
+        """The weights an optimizer updates (empty when the layer is frozen)."""
+        return [w for w in self.weights if w.trainable] if self.trainable else []
+
+    trainable_variables = trainable_weights
+
+    @property
+    def non_trainable_weights(self):
+        """Weights no optimizer updates: moving statistics, and every weight when frozen."""
+        return [w for w in self.weights if not w.trainable] if self.trainable else self.weights
+
+    non_trainable_variables = non_trainable_weights
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        """Freeze (False) or unfreeze (True) this layer's weights and all sublayers'."""
+        value = bool(value)
+        for layer in self._flatten_layers():
+            layer._trainable = value
+            for w in layer._trainable_variables:
+                w.trainable = value
+
+    def get_weights(self):
+        """The weights' values as a list of NumPy arrays, in `weights` order (copies)."""
+        return [np.array(w.numpy()) for w in self.weights]
+
+    def set_weights(self, weights):
+        """Overwrite the weights with NumPy arrays given in `weights` order.
+
+        Raises:
+            ValueError: if the number of arrays or a shape differs, naming the layer, the
+                weight and both shapes. Nothing is assigned in that case.
+        """
+        params = self.weights
+        weights = list(weights)
+        if len(weights) != len(params):
+            raise ValueError(f"{self.name}.set_weights: the layer has {len(params)} weights "
+                             f"({[w.path for w in params]}), but {len(weights)} arrays were given. "
+                             f"Received: shapes {[tuple(np.shape(w)) for w in weights]}")
+        for p, w in zip(params, weights):
+            if tuple(np.shape(w)) != p.shape:
+                raise ValueError(f"{self.name}.set_weights: weight {p.path!r} has shape {p.shape}. "
+                                 f"Received: an array of shape {tuple(np.shape(w))}")
+        for p, w in zip(params, weights):
+            p.assign(backend_module.convert_to_numpy(w))
+
+    def count_params(self):
+        """Total number of scalars in all weights.
+
+        Raises:
+            ValueError: if the layer is not built yet (its weights do not exist).
+        """
+        if not self.built:
+            raise ValueError(f"{self.name}.count_params: the layer is not built yet, so its "
+                             "weights do not exist. Call it on data or call build() first.")
+        return int(sum(int(np.prod(w.shape)) for w in self.weights))
+
+    # -- losses ---------------------------------------------------------------------------------
+    def add_loss(self, loss):
+        """Add a scalar Tensor to `losses`. Values added during one outermost call replace those
+        of earlier calls (Keras clears them at the start of each outermost call)."""
+        if self._losses_call != _outer_calls[0]:
+            self._losses = []
+            self._losses_call = _outer_calls[0]
+        self._losses.append(loss)
+
+    @property
+    def losses(self):
+        """Scalar Tensors to add to the training loss: values from `add_loss` and activity
+        regularizers during the last outermost call, and the weight regularizers evaluated now."""
+        return self._collect_losses(self._flatten_layers())
+
+    def _collect_losses(self, layers):
+        """`losses` over a precomputed `_flatten_layers()` list (the fit loop caches it)."""
+        out = []
+        for layer in layers:
+            if layer._losses and layer._losses_call >= self._last_call:
+                out.extend(layer._losses)
+            for w in layer._regularized:
+                if w.trainable:
+                    out.append(w.regularizer(w))
+        return out
+
+    # -- build and call -------------------------------------------------------------------------
+    def build(self, input_shape=None):
+        """Create the weights for inputs of ``input_shape`` (batch axis first, may be None)."""
+        self.built = True
+
+    def call(self, inputs, *args, **kwargs):
+        """The forward computation on Tensors; subclasses override it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement call().")
+
+    def compute_output_shape(self, input_shape):
+        """Output shape for ``input_shape``; by default found by running ``call`` on zeros."""
+        from kerasrs.layers import node
+
+        return node.output_shape_by_probe(self, input_shape)
+
+    def compute_mask(self, inputs, mask=None):
+        """The mask of the output: by default the input mask if `supports_masking`, else None."""
+        return mask if self.supports_masking else None
+
+    def __call__(self, *args, **kwargs):
+        from kerasrs.layers import node
+
+        if not args and "inputs" in kwargs:
+            args = (kwargs.pop("inputs"),)
+        if node.any_symbolic(args, kwargs):
+            return node.symbolic_call(self, args, kwargs)
+        if not args:
+            raise TypeError(f"{self.name}: call the layer on an input. Received: no arguments")
+        training = kwargs.pop("training", None)
+        if training is None and _call_stack:
+            training = _call_stack[-1]
+        mask = kwargs.pop("mask", None)
+        inputs = self._convert_inputs(args[0])
+        args = (inputs,) + args[1:]
+        if mask is None:
+            mask = _mask_of(inputs)
+        if not self.built:
+            self._build_from_call(args, kwargs)
+        if self.input_spec is not None:
+            self._check_input_spec(inputs)
+        if not _call_stack:
+            _outer_calls[0] += 1
+            self._last_call = _outer_calls[0]
+        if training is not None and self._call_has_training:
+            kwargs["training"] = training
+        if mask is not None and self._call_has_mask:
+            kwargs["mask"] = mask
+        _call_stack.append(training)
+        naming._scopes.append(self.name)
+        try:
+            outputs = self.call(*args, **kwargs)
+        finally:
+            naming._scopes.pop()
+            _call_stack.pop()
+        if self.activity_regularizer is not None:
+            for out in autodiff._flatten(outputs):
+                if isinstance(out, autodiff.Tensor):
+                    self.add_loss(self.activity_regularizer(out))
+        if mask is not None or type(self).compute_mask is not Layer.compute_mask:
+            self._set_output_mask(inputs, outputs, mask)
+        return outputs
+
+    def _convert_inputs(self, inputs):
+        """Tensors from arrays/lists; float tensors cast to the layer's compute dtype."""
+        if isinstance(inputs, (list, tuple)) and not _is_data(inputs):
+            return type(inputs)(self._convert_inputs(x) for x in inputs)
+        if isinstance(inputs, dict):
+            return {k: self._convert_inputs(v) for k, v in inputs.items()}
+        if inputs is None:
+            return None
+        if not isinstance(inputs, autodiff.Tensor):
+            mask = getattr(inputs, "_keras_mask", None)
+            inputs = autodiff.convert_to_tensor(inputs)
+            if mask is not None:
+                inputs._keras_mask = mask
+        if backend_module.is_float_dtype(inputs.dtype) and inputs.dtype != \
+                backend_module.standardize_dtype(self.compute_dtype):
+            mask = getattr(inputs, "_keras_mask", None)
+            inputs = ops.cast(inputs, self.compute_dtype)
+            if mask is not None:
+                inputs._keras_mask = mask
+        return inputs
+
+    def _build_from_call(self, args, kwargs):
+        """Run ``build`` with the shapes of the call's arguments (see the module docstring)."""
+        params = [p for p in inspect.signature(self.build).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(params) > 1 and all(p.name.endswith("_shape") for p in params):
+            bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
+            shapes = {p.name: _shape_of(bound[p.name[:-6]]) for p in params
+                      if p.name[:-6] in bound and bound[p.name[:-6]] is not None}
+            self.build(**shapes)
+            self._build_shapes = {"shapes_dict": {k: _shape_to_config(v)
+                                                  for k, v in shapes.items()}}
+        else:
+            self.build(_shape_of(args[0]))
+        self.built = True
+
+    def _check_input_spec(self, inputs):
+        specs = self.input_spec if isinstance(self.input_spec, (list, tuple)) else [self.input_spec]
+        tensors = autodiff._flatten(inputs)
+        for i, (spec, x) in enumerate(zip(specs, tensors)):
+            if spec is not None and x is not None:
+                spec.check(self.name, i, tuple(x.shape))
+
+    def _set_output_mask(self, inputs, outputs, mask):
+        out_mask = self.compute_mask(inputs, mask)
+        outs = autodiff._flatten(outputs)
+        masks = autodiff._flatten(out_mask) if isinstance(out_mask, (list, tuple)) else \
+            [out_mask] * len(outs)
+        for out, m in zip(outs, masks):
+            if isinstance(out, autodiff.Tensor):
+                out._keras_mask = m
+
+    # -- symbolic graph helpers -------------------------------------------------------------------
+    @property
+    def input(self):
+        """The symbolic input of the layer's only call on symbolic tensors."""
+        return self._single_node("input").call_args[0]
+
+    @property
+    def output(self):
+        """The symbolic output of the layer's only call on symbolic tensors."""
+        outs = self._single_node("output").outputs
+        return outs[0] if len(outs) == 1 else outs
+
+    def _single_node(self, what):
+        if not self._inbound_nodes:
+            raise AttributeError(f"{self.name}: the layer has never been called on symbolic "
+                                 f"tensors, so it has no {what}.")
+        if len(self._inbound_nodes) > 1 and what == "input":
+            raise AttributeError(f"{self.name}: the layer was called on {len(self._inbound_nodes)} "
+                                 f"symbolic inputs; its {what} is ambiguous.")
+        return self._inbound_nodes[0]
+
+    # -- configuration --------------------------------------------------------------------------
+    def get_config(self):
+        """The constructor arguments as a JSON-able dict (Keras's keys)."""
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = _serialize_regularizer(self.activity_regularizer)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """A new, unbuilt layer from ``get_config()``'s dict."""
+        return cls(**config)
+
+    def get_build_config(self):
+        """What ``build`` was called with, for rebuilding before loading weights."""
+        return self._build_shapes
+
+    def build_from_config(self, config):
+        """Build from `get_build_config`'s dict (no-op for None)."""
+        if not config:
+            return
+        if "input_shape" in config:
+            self.build(_shape_from_config(config["input_shape"]))
+        elif "shapes_dict" in config:
+            self.build(**{k: _shape_from_config(v) for k, v in config["shapes_dict"].items()})
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def _standardize_dtype_arg(dtype, who):
+    if dtype is None:
+        return None
+    if isinstance(dtype, dict):  # a Keras DTypePolicy config
+        dtype = dtype.get("config", {}).get("name", dtype.get("name"))
+    dtype = getattr(dtype, "name", dtype)
+    if isinstance(dtype, str) and dtype.startswith("mixed_"):
+        raise ValueError(f"{who}: mixed-precision policies are not supported; use a plain dtype. "
+                         f"Received: dtype={dtype!r}")
+    return backend_module.standardize_dtype(dtype).name
+
+
+def _get_regularizer(identifier):
+    if identifier is None:
+        return None
+    from kerasrs import regularizers
+
+    return regularizers.get(identifier)
+
+
+def _serialize_regularizer(reg):
+    if reg is None:
+        return None
+    from kerasrs import regularizers
+
+    return regularizers.serialize(reg) if hasattr(regularizers, "serialize") else None
+
+
+def _is_data(x):
+    """A (nested) list of numbers, i.e. array data, rather than a list of several inputs."""
+    if isinstance(x, (list, tuple)):
+        return len(x) > 0 and all(_is_data(v) for v in x)
+    return isinstance(x, (int, float, bool, np.generic))
+
+
+def _shape_of(x):
+    if isinstance(x, (list, tuple)):
+        return [_shape_of(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _shape_of(v) for k, v in x.items()}
+    return tuple(x.shape)
+
+
+def _mask_of(inputs):
+    if isinstance(inputs, (list, tuple)):
+        masks = [getattr(x, "_keras_mask", None) for x in inputs]
+        return None if all(m is None for m in masks) else masks
+    return getattr(inputs, "_keras_mask", None)
+
+
+def _shape_to_config(shape):
+    if isinstance(shape, dict):
+        return {k: _shape_to_config(v) for k, v in shape.items()}
+    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
+        return [_shape_to_config(s) for s in shape]
+    return None if shape is None else list(shape)
+
+
+def _shape_from_config(shape):
+    if isinstance(shape, dict):
+        return {k: _shape_from_config(v) for k, v in shape.items()}
+    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
+        return [_shape_from_config(s) for s in shape]
+    return None if shape is None else tuple(shape)

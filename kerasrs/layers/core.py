@@ -1,0 +1,308 @@
+"""Core layers: Dense, Activation, Dropout, Identity, Embedding, Rescaling, Masking, Softmax."""
+
+import numpy as np
+
+from kerasrs import activations, initializers, ops
+from kerasrs import backend as backend_module
+from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.ops.core import constant
+
+
+class Dense(Layer):
+    """Densely connected layer: ``activation(inputs @ kernel + bias)`` on the last axis.
+
+    Args:
+        units: int > 0, the output size.
+        activation: name or callable; None means linear.
+        use_bias: whether to add ``bias``. Defaults to True.
+        kernel_initializer / bias_initializer: defaults "glorot_uniform" / "zeros".
+        kernel_regularizer / bias_regularizer / activity_regularizer: optional regularizers.
+        kernel_constraint / bias_constraint: optional callables applied after each update.
+        **kwargs: base `Layer` arguments.
+
+    Input shape: ``(batch, ..., in_features)``. Output shape: ``(batch, ..., units)``.
+    Weights: ``kernel`` ``(in_features, units)``, ``bias`` ``(units,)``.
+
+    Example:
+        >>> Dense(3)(np.ones((2, 4), "float32")).shape
+        (2, 3)
+    """
+
+    supports_masking = True
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 lora_rank=None, **kwargs):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
+            raise ValueError(f"{self.name}: `units` must be a positive int. "
+                             f"Received: units={units!r}")
+        if lora_rank:
+            raise ValueError(f"{self.name}: LoRA is not supported. Received: lora_rank={lora_rank}")
+        self.units = int(units)
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
+        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.input_spec = InputSpec(min_ndim=2)
+
+    def build(self, input_shape):
+        features = input_shape[-1] if len(input_shape) >= 2 else None
+        if features is None:
+            raise ValueError(f"{self.name}: the input needs rank >= 2 and a known last axis. "
+                             f"Received: input_shape={tuple(input_shape)}")
+        self.kernel = self.add_weight("kernel", (features, self.units), self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = self.add_weight("bias", (self.units,), self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
+        self.input_spec = InputSpec(min_ndim=2, axes={-1: features})
+
+    def call(self, inputs):
+        if inputs.dtype != self.kernel.dtype:  # integer inputs: compute in the layer's dtype
+            inputs = ops.cast(inputs, self.kernel.dtype)
+        y = ops.matmul(inputs, self.kernel)
+        if self.bias is not None:
+            y = ops.add(y, self.bias)
+        return self.activation(y)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.units,)
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units,
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
+                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+                "kernel_constraint": None, "bias_constraint": None}
+
+
+class Activation(Layer):
+    """Applies an activation function by name or callable; the output has the input's shape."""
+
+    supports_masking = True
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self.activation = activations.get(activation)
+
+    def call(self, inputs):
+        return self.activation(inputs)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "activation": activations.serialize(self.activation)}
+
+
+class Identity(Layer):
+    """Returns its input unchanged (a placeholder in architectures)."""
+
+    supports_masking = True
+
+    def call(self, inputs):
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+class Dropout(Layer):
+    """Inverted dropout: in training, zeroes each element with probability ``rate`` and scales
+    the rest by ``1 / (1 - rate)``; at inference it is the identity (Srivastava et al., 2014).
+
+    Args:
+        rate: float in [0, 1], the fraction of elements dropped.
+        noise_shape: optional shape of the keep mask, broadcast over the input (None entries
+            take the input's size), e.g. ``(batch, 1, features)`` to drop whole features.
+        seed: int for a layer-own reproducible generator; None uses the backend generator,
+            which ``kerasrs.utils.set_random_seed`` seeds.
+
+    Raises:
+        ValueError: for a rate outside [0, 1].
+    """
+
+    supports_masking = True
+
+    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ValueError(f"{self.name}: `rate` must be a number in [0, 1]. "
+                             f"Received: rate={rate!r}")
+        self.rate, self.seed = float(rate), seed
+        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
+        self._generators = {}  # backend name -> seeded generator (only with `seed`)
+
+    def call(self, inputs, training=False):
+        if not training or self.rate == 0:
+            return inputs
+        be = inputs.backend
+        shape = inputs.shape if self.noise_shape is None else tuple(
+            n if s is None else s for s, n in zip(self.noise_shape, inputs.shape))
+        rng = be.rng if self.seed is None else self._generators.setdefault(
+            be.name, be.xp.random.default_rng(self.seed))
+        dtype = inputs.dtype if backend_module.is_float_dtype(inputs.dtype) else np.float32
+        mask = (rng.random(shape, dtype=np.float32) >= self.rate).astype(dtype)
+        if self.rate < 1:
+            mask *= 1.0 / (1.0 - self.rate)
+        return ops.multiply(inputs, constant(mask, be))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed,
+                "noise_shape": None if self.noise_shape is None else list(self.noise_shape)}
+
+
+class Embedding(Layer):
+    """Looks up a dense vector per integer token id: ``embeddings[ids]``.
+
+    Args:
+        input_dim: int, vocabulary size: ids must be in ``[0, input_dim)``.
+        output_dim: int, size of each vector.
+        embeddings_initializer: defaults to "uniform" (uniform on [-0.05, 0.05]).
+        embeddings_regularizer / embeddings_constraint: optional.
+        mask_zero: if True, id 0 is padding: the output mask is ``ids != 0``.
+        weights: optional initial ``(input_dim, output_dim)`` array.
+
+    Input shape: integer ``(batch, ...)``. Output shape: ``(batch, ..., output_dim)``.
+
+    Raises:
+        ValueError: on a call with an id outside ``[0, input_dim)``, naming it (checked on every
+            backend: a GPU gather would otherwise wrap it around silently).
+    """
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
+                 weights=None, lora_rank=None, **kwargs):
+        super().__init__(**kwargs)
+        for arg, value in (("input_dim", input_dim), ("output_dim", output_dim)):
+            if not isinstance(value, (int, np.integer)) or value <= 0:
+                raise ValueError(f"{self.name}: `{arg}` must be a positive int. "
+                                 f"Received: {arg}={value!r}")
+        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.embeddings_initializer = initializers.get(embeddings_initializer)
+        self.embeddings_regularizer = _get_regularizer(embeddings_regularizer)
+        self.embeddings_constraint = embeddings_constraint
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
+        self._initial_weights = weights
+
+    def build(self, input_shape=None):
+        self.embeddings = self.add_weight(
+            "embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer,
+            regularizer=self.embeddings_regularizer, constraint=self.embeddings_constraint)
+        if self._initial_weights is not None:
+            self.set_weights(self._initial_weights if isinstance(self._initial_weights, list)
+                             else [self._initial_weights])
+            self._initial_weights = None
+
+    def call(self, inputs):
+        ids = inputs.data if inputs.dtype.kind in "iu" else inputs.data.astype("int64")
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.input_dim):
+            bad = int(ids[(ids < 0) | (ids >= self.input_dim)].reshape(-1)[0])
+            raise ValueError(f"{self.name}: token ids must be in [0, {self.input_dim}) "
+                             f"(input_dim={self.input_dim}). Received: id {bad} in an input of "
+                             f"shape {tuple(ids.shape)}")
+        return ops.take(self.embeddings, constant(ids, inputs.backend), axis=0)
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.mask_zero:
+            return None
+        return constant(inputs.data != 0, inputs.backend)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape) + (self.output_dim,)
+
+    def get_config(self):
+        return {**super().get_config(), "input_dim": self.input_dim,
+                "output_dim": self.output_dim,
+                "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
+                "embeddings_regularizer": _serialize_regularizer(self.embeddings_regularizer),
+                "embeddings_constraint": None, "mask_zero": self.mask_zero}
+
+
+class Rescaling(Layer):
+    """``inputs * scale + offset`` (e.g. ``Rescaling(1 / 255)`` for pixel values)."""
+
+    supports_masking = True
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale, self.offset = scale, offset
+
+    def call(self, inputs):
+        if inputs.dtype.kind not in "f" and not backend_module.is_float_dtype(inputs.dtype):
+            inputs = ops.cast(inputs, self.compute_dtype)
+        return ops.add(ops.multiply(inputs, self.scale), self.offset)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale, "offset": self.offset}
+
+
+class Masking(Layer):
+    """Marks time steps whose features all equal ``mask_value`` as padding.
+
+    The output is the input with those steps set to 0, and carries the mask ``any(inputs !=
+    mask_value, axis=-1)`` for mask-aware layers (RNNs, attention) downstream.
+    """
+
+    supports_masking = True
+
+    def __init__(self, mask_value=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.mask_value = mask_value
+
+    def call(self, inputs):
+        keep = (inputs.data != self.mask_value).any(axis=-1, keepdims=True)
+        return ops.multiply(inputs, constant(keep.astype(inputs.dtype), inputs.backend))
+
+    def compute_mask(self, inputs, mask=None):
+        return constant((inputs.data != self.mask_value).any(axis=-1), inputs.backend)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "mask_value": self.mask_value}
+
+
+class Softmax(Layer):
+    """Softmax over ``axis``; where ``mask`` is False the output is exactly 0.
+
+    Masked logits get a large negative number added (-1e9, or -3e4 in float16 so it stays
+    finite) before the softmax, as Keras does, and the output is multiplied by the mask, so a
+    fully masked row gives zeros rather than NaN.
+    """
+
+    supports_masking = True
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def call(self, inputs, mask=None):
+        if mask is not None:
+            mask = ops.cast(mask, inputs.dtype)
+            large = -3e4 if inputs.dtype == np.float16 else -1e9
+            inputs = ops.add(inputs, ops.multiply(ops.subtract(1.0, mask), large))
+        outputs = activations.softmax(inputs, axis=self.axis)
+        return outputs if mask is None else ops.multiply(outputs, mask)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis}

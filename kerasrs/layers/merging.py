@@ -1,0 +1,226 @@
+"""Merge layers: combine a list of inputs (Add, Subtract, Multiply, Average, Maximum, Minimum,
+Concatenate, Dot). Elementwise merges broadcast the inputs' non-batch axes as NumPy does."""
+
+import numpy as np
+
+from kerasrs import ops
+from kerasrs.layers.base import Layer
+from kerasrs.ops.core import constant
+
+
+class Merge(Layer):
+    """Base class of the elementwise merges: checks the list of inputs and folds ``_merge``.
+
+    Input: a list of at least ``min_inputs`` tensors whose shapes broadcast together.
+    Output: the broadcast shape. An output mask is the AND of the input masks.
+    """
+
+    supports_masking = True
+    min_inputs, max_inputs = 2, None
+
+    def _check_list(self, shapes):
+        if not isinstance(shapes, (list, tuple)) or not shapes or \
+                not isinstance(shapes[0], (list, tuple)):
+            raise ValueError(f"{self.name}: expects a list of inputs. "
+                             f"Received: input_shape={shapes}")
+        n = len(shapes)
+        if n < self.min_inputs or (self.max_inputs and n > self.max_inputs):
+            want = self.min_inputs if self.max_inputs == self.min_inputs else \
+                f"at least {self.min_inputs}"
+            raise ValueError(f"{self.name}: expects {want} inputs. Received: {n} inputs with "
+                             f"shapes {[tuple(s) for s in shapes]}")
+
+    def build(self, input_shape):
+        self._check_list(input_shape)
+        self.compute_output_shape(input_shape)
+
+    def compute_output_shape(self, input_shape):
+        self._check_list(input_shape)
+        rests = [tuple(s[1:]) for s in input_shape]
+        nd = max(len(r) for r in rests)
+        out = []
+        for i in range(nd):  # right-aligned, as NumPy broadcasting
+            dims = [r[i - nd + len(r)] for r in rests if i - nd + len(r) >= 0]
+            known = {d for d in dims if d is not None and d != 1}
+            if len(known) > 1:
+                raise ValueError(f"{self.name}: inputs with shapes "
+                                 f"{[tuple(s) for s in input_shape]} cannot be combined "
+                                 "elementwise (they do not broadcast). "
+                                 f"Received: input_shape={input_shape}")
+            out.append(known.pop() if known else None if None in dims else 1)
+        batch = next((s[0] for s in input_shape if s[0] is not None), None)
+        return (batch,) + tuple(out)
+
+    def call(self, inputs):
+        self._check_list([tuple(x.shape) for x in inputs])
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = self._merge(out, x)
+        return out
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None or all(m is None for m in mask):
+            return None
+        masks = [m.data if hasattr(m, "data") else np.asarray(m) for m in mask if m is not None]
+        out = masks[0]
+        for m in masks[1:]:
+            out = out & m
+        return constant(out, inputs[0].backend)
+
+
+class Add(Merge):
+    """Elementwise sum of the inputs."""
+
+    def _merge(self, a, b):
+        return ops.add(a, b)
+
+
+class Subtract(Merge):
+    """``inputs[0] - inputs[1]`` (exactly two inputs)."""
+
+    max_inputs = 2
+
+    def _merge(self, a, b):
+        return ops.subtract(a, b)
+
+
+class Multiply(Merge):
+    """Elementwise product of the inputs."""
+
+    def _merge(self, a, b):
+        return ops.multiply(a, b)
+
+
+class Maximum(Merge):
+    """Elementwise maximum of the inputs (ties share the gradient)."""
+
+    def _merge(self, a, b):
+        return ops.maximum(a, b)
+
+
+class Minimum(Merge):
+    """Elementwise minimum of the inputs (ties share the gradient)."""
+
+    def _merge(self, a, b):
+        return ops.minimum(a, b)
+
+
+class Average(Merge):
+    """Elementwise mean of the inputs."""
+
+    def call(self, inputs):
+        return ops.divide(super().call(inputs), float(len(inputs)))
+
+    def _merge(self, a, b):
+        return ops.add(a, b)
+
+
+class Concatenate(Merge):
+    """Joins the inputs along ``axis`` (default -1); all other axes must match.
+
+    The output mask (if any input has one) is the inputs' masks concatenated, with all-True for
+    unmasked inputs, reduced with ``any`` over the last axis, as Keras does.
+    """
+
+    min_inputs = 1
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def compute_output_shape(self, input_shape):
+        self._check_list(input_shape)
+        nd = len(input_shape[0])
+        if any(len(s) != nd for s in input_shape) or not -nd <= self.axis < nd:
+            raise ValueError(f"{self.name}: inputs must have the same rank, with axis "
+                             f"{self.axis} in range. Received: input_shape={input_shape}")
+        ax = self.axis % nd
+        out = list(input_shape[0])
+        for s in input_shape[1:]:
+            for i, (a, b) in enumerate(zip(out, s)):
+                if i != ax and a is not None and b is not None and a != b:
+                    raise ValueError(f"{self.name}: inputs must match on every axis except the "
+                                     f"concatenation axis {self.axis}. Received: input_shape="
+                                     f"{[tuple(s) for s in input_shape]}")
+                if i != ax and a is None:
+                    out[i] = b
+        sizes = [s[ax] for s in input_shape]
+        out[ax] = None if any(d is None for d in sizes) else sum(sizes)
+        return tuple(out)
+
+    def call(self, inputs):
+        return ops.concatenate(list(inputs), axis=self.axis)
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None or all(m is None for m in mask):
+            return None
+        xp = inputs[0].backend.xp
+        full = []
+        for x, m in zip(inputs, mask):
+            m = xp.ones(x.shape, bool) if m is None else getattr(m, "data", m)
+            full.append(xp.broadcast_to(m[..., None], x.shape) if m.ndim < x.ndim else m)
+        return constant(xp.concatenate(full, axis=self.axis).any(axis=-1), inputs[0].backend)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis}
+
+
+class Dot(Merge):
+    """Dot product of two inputs along ``axes``, per sample (Keras's ``batch_dot``).
+
+    Args:
+        axes: int or pair of ints, the axis of each input to contract (not the batch axis 0).
+        normalize: if True, L2-normalize both inputs along ``axes`` first, so the result is the
+            cosine similarity.
+
+    Input: two tensors ``(batch, ...)`` whose ``axes`` sizes match. Output: the remaining axes of
+    the first, then of the second; ``(batch, 1)`` when nothing remains (e.g. two vectors).
+    """
+
+    min_inputs = max_inputs = 2
+
+    def __init__(self, axes, normalize=False, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(axes, int) and (len(axes) != 2 or not all(isinstance(a, int)
+                                                                    for a in axes)):
+            raise ValueError(f"{self.name}: `axes` must be an int or a pair of ints. "
+                             f"Received: axes={axes!r}")
+        self.axes = axes if isinstance(axes, int) else list(axes)
+        self.normalize = bool(normalize)
+
+    def _axes(self, ranks):
+        axes = [self.axes] * 2 if isinstance(self.axes, int) else list(self.axes)
+        axes = [a % r for a, r in zip(axes, ranks)]
+        if 0 in axes:
+            raise ValueError(f"{self.name}: cannot contract the batch axis 0. "
+                             f"Received: axes={self.axes!r}")
+        return axes
+
+    def compute_output_shape(self, input_shape):
+        self._check_list(input_shape)
+        s1, s2 = (tuple(s) for s in input_shape)
+        a1, a2 = self._axes((len(s1), len(s2)))
+        if s1[a1] is not None and s2[a2] is not None and s1[a1] != s2[a2]:
+            raise ValueError(f"{self.name}: the contracted axes must have the same size. "
+                             f"Received: shapes {s1} and {s2} with axes {[a1, a2]}")
+        rest = s1[1:a1] + s1[a1 + 1:] + s2[1:a2] + s2[a2 + 1:]
+        return (s1[0],) + (rest or (1,))
+
+    def call(self, inputs):
+        x1, x2 = inputs
+        a1, a2 = self._axes((x1.ndim, x2.ndim))
+        if self.normalize:
+            x1, x2 = ops.nn.normalize(x1, axis=a1), ops.nn.normalize(x2, axis=a2)
+        x1 = ops.transpose(x1, [i for i in range(x1.ndim) if i != a1] + [a1])
+        x2 = ops.transpose(x2, [0, a2] + [i for i in range(1, x2.ndim) if i != a2])
+        batch, k = x1.shape[0], x1.shape[-1]
+        m, n = x1.shape[1:-1], x2.shape[2:]
+        rows, cols = int(np.prod(m, dtype=np.int64)), int(np.prod(n, dtype=np.int64))
+        out = ops.matmul(ops.reshape(x1, (batch, rows, k)), ops.reshape(x2, (batch, k, cols)))
+        return ops.reshape(out, (batch,) + (tuple(m) + tuple(n) or (1,)))
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def get_config(self):
+        return {**super().get_config(), "axes": self.axes, "normalize": self.normalize}

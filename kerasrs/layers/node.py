@@ -1,0 +1,196 @@
+"""Symbolic tensors and the nodes of a functional graph.
+
+`kerasrs.layers.Input` returns a `SymbolicTensor` (Keras calls it KerasTensor): a shape with
+``None`` for the batch axis and a dtype, but no values. Calling a layer on symbolic tensors
+builds the layer, works out the output shapes and dtypes, records a `Node` (the layer, the call's
+arguments and its outputs) in ``layer._inbound_nodes`` and returns new symbolic tensors whose
+``_keras_history`` is ``(layer, node_index, tensor_index)``. A functional `Model` walks these
+nodes back from its outputs to its inputs and replays them on real Tensors.
+
+Output shapes come from ``layer.compute_output_shape`` when the layer defines it; otherwise the
+layer is *probed*: run (without recording gradients, ``training=False``) on zero tensors whose
+unknown axes have size 2, and again with size 3 if any axis is unknown; axes whose size differs
+between the two runs are unknown (None) in the output. This is what makes `Lambda` and custom
+layers work without writing ``compute_output_shape``.
+"""
+
+import numpy as np
+
+from kerasrs import autodiff
+from kerasrs import backend as backend_module
+
+_PROBE_SIZES = (2, 3)
+
+
+class SymbolicTensor:
+    """A placeholder with a shape and dtype but no values, used to build functional models.
+
+    Attributes:
+        shape: tuple of ints and None (None: unknown until data arrives, e.g. the batch axis).
+        dtype: dtype name, e.g. "float32".
+        name: optional name (the `InputLayer` name for model inputs).
+    """
+
+    __array_ufunc__ = None  # NumPy defers to the operators below, which raise a clear error
+
+    def __init__(self, shape, dtype=None, name=None):
+        self.shape = tuple(None if d is None else int(d) for d in shape)
+        self.dtype = backend_module.standardize_dtype(dtype).name
+        self.name = name
+        self._keras_history = None
+
+    ndim = property(lambda self: len(self.shape))
+
+    def __repr__(self):
+        return f"<SymbolicTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
+
+    def _no_ops(self, *args):
+        raise TypeError("A symbolic tensor (from layers.Input) has no values, so Python operators "
+                        "and kerasrs.ops cannot be applied to it. Use a layer instead (e.g. "
+                        "layers.Add, layers.Multiply) or wrap the expression in layers.Lambda. "
+                        f"Received: {self!r}")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_ops
+    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __neg__ = _no_ops
+    __getitem__ = __array__ = __float__ = __int__ = _no_ops
+
+    def __bool__(self):
+        self._no_ops()
+
+
+KerasTensor = SymbolicTensor  # Keras's name
+
+
+class Node:
+    """One call of a layer on symbolic tensors: the arguments, keyword arguments and outputs.
+
+    Args:
+        layer: the `Layer` called.
+        call_args / call_kwargs: the call's arguments, with `SymbolicTensor`s where tensors went.
+        outputs: flat list of the output `SymbolicTensor`s (their history is set here).
+    """
+
+    def __init__(self, layer, call_args=(), call_kwargs=None, outputs=()):
+        self.layer = layer
+        self.call_args = tuple(call_args)
+        self.call_kwargs = dict(call_kwargs or {})
+        self.outputs = list(outputs)
+        self.input_tensors = [t for t in autodiff._flatten([list(self.call_args), self.call_kwargs])
+                              if isinstance(t, SymbolicTensor)]
+        index = len(layer._inbound_nodes)
+        layer._inbound_nodes.append(self)
+        for i, t in enumerate(self.outputs):
+            t._keras_history = (layer, index, i)
+
+    @property
+    def parent_nodes(self):
+        """The nodes that produced this node's input tensors."""
+        return [t._keras_history[0]._inbound_nodes[t._keras_history[1]]
+                for t in self.input_tensors]
+
+    @property
+    def is_input(self):
+        return not self.input_tensors
+
+    def __repr__(self):
+        return (f"<Node {self.layer.name} inputs={len(self.input_tensors)} "
+                f"outputs={len(self.outputs)}>")
+
+
+def map_structure(fn, structure):
+    """Apply ``fn`` to every leaf of nested lists/tuples/dicts, keeping the structure."""
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(map_structure(fn, v) for v in structure)
+    if isinstance(structure, dict):
+        return {k: map_structure(fn, v) for k, v in structure.items()}
+    return fn(structure)
+
+
+def any_symbolic(args, kwargs):
+    return any(isinstance(t, SymbolicTensor) for t in autodiff._flatten([list(args), kwargs]))
+
+
+class Spec:
+    """The shape and dtype of one output, without values."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+    def __repr__(self):
+        return f"Spec(shape={self.shape}, dtype={self.dtype})"
+
+
+def symbolic_call(layer, args, kwargs):
+    """Build ``layer`` if needed, record a `Node` and return its symbolic outputs."""
+    kwargs = dict(kwargs)
+    kwargs.pop("training", None)
+    if not layer.built:
+        layer._build_from_call(args, kwargs)
+    specs = output_spec(layer, args, kwargs)
+    outputs = map_structure(lambda spec: SymbolicTensor(spec.shape, spec.dtype), specs)
+    Node(layer, args, kwargs, autodiff._flatten(outputs))
+    return outputs
+
+
+def output_spec(layer, args, kwargs):
+    """Structure of `Spec`s for ``layer(*args, **kwargs)`` on symbolic inputs."""
+    from kerasrs.layers.base import Layer, _shape_of
+
+    if type(layer).compute_output_shape is not Layer.compute_output_shape:
+        shapes = layer.compute_output_shape(_shape_of(args[0]))
+        try:
+            dtype = autodiff._flatten(_probe(layer, args, kwargs, 1))[0].dtype.name
+        except Exception:  # the probe is only for the dtype here: a shape rule exists
+            dtype = layer.compute_dtype
+        return map_structure_shapes(lambda s: Spec(s, dtype), shapes)
+    return _probe_spec(layer, args, kwargs)
+
+
+def output_shape_by_probe(layer, input_shape):
+    """``compute_output_shape`` by probing with zero inputs of ``input_shape``."""
+    dtype = layer.compute_dtype
+    structure = map_structure_shapes(lambda s: SymbolicTensor(s, dtype), input_shape)
+    specs = _probe_spec(layer, (structure,), {})
+    return map_structure(lambda spec: spec.shape, specs)
+
+
+def _probe_spec(layer, args, kwargs):
+    flat_in = [t for t in autodiff._flatten([list(args), kwargs]) if isinstance(t, SymbolicTensor)]
+    unknown = any(d is None for t in flat_in for d in t.shape)
+    first = _probe(layer, args, kwargs, _PROBE_SIZES[0])
+    if not unknown:
+        return map_structure(lambda t: Spec(t.shape, t.dtype.name), first)
+    second = _probe(layer, args, kwargs, _PROBE_SIZES[1])
+    flat = [Spec(tuple(a if a == b else None for a, b in zip(x.shape, y.shape)), x.dtype.name)
+            for x, y in zip(autodiff._flatten(first), autodiff._flatten(second))]
+    return autodiff._pack(first, iter(flat))
+
+
+def _probe(layer, args, kwargs, size):
+    """Run the layer eagerly on zeros shaped like the symbolic inputs (None -> ``size``)."""
+    be = backend_module.get()
+
+    def zeros(t):
+        if not isinstance(t, SymbolicTensor):
+            return t
+        shape = tuple(size if d is None else d for d in t.shape)
+        return autodiff.Tensor(be.xp.zeros(shape, dtype=backend_module.standardize_dtype(t.dtype)),
+                               backend=be)
+
+    with autodiff.no_grad():
+        return layer(*map_structure(zeros, list(args)), training=False,
+                     **map_structure(zeros, kwargs))
+
+
+def _is_shape(s):
+    return isinstance(s, (list, tuple)) and all(d is None or isinstance(d, (int, np.integer))
+                                                 for d in s)
+
+
+def map_structure_shapes(fn, shapes):
+    """Apply ``fn`` to every shape in a nested structure of shapes (a shape is a flat tuple)."""
+    if _is_shape(shapes):
+        return fn(shapes)
+    if isinstance(shapes, dict):
+        return {k: map_structure_shapes(fn, v) for k, v in shapes.items()}
+    return type(shapes)(map_structure_shapes(fn, s) for s in shapes)

@@ -1,0 +1,62 @@
+"""Layer configs in Keras's serialized form, and back.
+
+``serialize(layer)`` gives ``{"module", "class_name", "config", "registered_name",
+"build_config"}`` as Keras's ``.keras`` ``config.json`` stores each layer; ``deserialize``
+accepts that and the legacy ``{"class_name", "config"}`` form. Classes are found by name among
+every `Layer` subclass defined so far (built-in and user-defined), or in ``custom_objects``.
+"""
+
+from kerasrs.layers import base
+
+
+def serialize(layer):
+    """The Keras-style dict for ``layer`` (see the module docstring)."""
+    module = getattr(type(layer), "_keras_module", "keras.layers")
+    out = {"module": module, "class_name": type(layer).__name__, "config": layer.get_config(),
+           "registered_name": "Functional" if module.endswith("functional") else None}
+    build = layer.get_build_config() if layer.built else None
+    if build:
+        out["build_config"] = build
+    return out
+
+
+def lookup(class_name, custom_objects=None):
+    """The Layer class called ``class_name`` (``custom_objects`` first).
+
+    Raises:
+        ValueError: for an unknown name, saying how to register a custom class.
+    """
+    if custom_objects and class_name in custom_objects:
+        return custom_objects[class_name]
+    if class_name in ("Model", "Functional"):
+        from kerasrs.models import functional
+
+        return functional.Functional
+    cls = base._LAYER_CLASSES.get(class_name)
+    if cls is None:
+        raise ValueError(f"Unknown layer class {class_name!r}. Pass it in custom_objects="
+                         f"{{'{class_name}': {class_name}}} (or define/import it first). "
+                         f"Received: class_name={class_name!r}")
+    return cls
+
+
+def deserialize(config, custom_objects=None):
+    """A new layer (unbuilt, unless the config has a ``build_config``) from `serialize`'s dict."""
+    cls = lookup(config["class_name"], custom_objects)
+    inner = dict(config.get("config") or {})
+    if getattr(cls, "_from_config_takes_custom_objects", False):
+        layer = cls.from_config(inner, custom_objects=custom_objects)
+    else:
+        layer = cls.from_config(inner)
+    if config.get("build_config") and not layer.built:
+        layer.build_from_config(config["build_config"])
+    return layer
+
+
+def get(identifier, custom_objects=None):
+    """A layer from a layer (returned as is) or a serialized dict."""
+    if isinstance(identifier, base.Layer):
+        return identifier
+    if isinstance(identifier, dict):
+        return deserialize(identifier, custom_objects)
+    raise ValueError(f"layers.get: expected a Layer or a config dict. Received: {identifier!r}")

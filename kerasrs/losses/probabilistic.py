@@ -1,0 +1,181 @@
+"""Probabilistic losses: binary, categorical and sparse cross-entropy, KL divergence, Poisson.
+
+The cross-entropies are Keras 3's, built on `kerasrs.ops`'s stable kernels: with
+``from_logits=True`` they are finite for logits of any size (C06); on probabilities they clip to
+``[1e-7, 1 - 1e-7]``, so exact 0 and 1 give finite values and gradients (C08). Values are in
+nats, one per sample (the class axis is reduced).
+"""
+
+from kerasrs import ops
+from kerasrs.losses import base
+
+EPSILON = 1e-7
+
+
+def _check_smoothing(op, label_smoothing):
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"{op}: `label_smoothing` must be in [0, 1]. Received: "
+                         f"label_smoothing={label_smoothing!r}")
+
+
+def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """Binary cross-entropy averaged over ``axis``: ``mean(-(t log p + (1-t) log(1-p)))``.
+
+    Args:
+        y_true: targets in [0, 1] (cast to ``y_pred``'s dtype), shape of ``y_pred`` (a missing or
+            extra trailing size-1 axis is fixed as in Keras).
+        y_pred: probabilities, or logits with ``from_logits=True``, shape ``(batch, ..., d)``.
+        from_logits: bool. Defaults to False.
+        label_smoothing: float in [0, 1]; targets become ``t (1 - s) + 0.5 s``.
+        axis: the axis averaged over. Defaults to -1.
+
+    Returns:
+        Tensor of shape ``(batch, ...)`` (``axis`` removed), in nats.
+
+    Raises:
+        ValueError: for ``label_smoothing`` outside [0, 1] or shapes that do not match.
+    """
+    _check_smoothing("binary_crossentropy", label_smoothing)
+    y_true, y_pred = base.prepare(y_true, y_pred)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    return ops.mean(ops.binary_crossentropy(y_true, y_pred, from_logits=from_logits), axis=axis)
+
+
+def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    """Cross-entropy ``-sum(t log p, axis)`` between one-hot (or soft) targets and predictions.
+
+    Args:
+        y_true: targets, same shape as ``y_pred``; each slice along ``axis`` a distribution.
+        y_pred: probabilities (renormalised to sum 1, then clipped; an all-zero row gives
+            16.118 rather than NaN) or logits with ``from_logits=True``.
+        from_logits: bool. Defaults to False.
+        label_smoothing: float in [0, 1]; targets become ``t (1 - s) + s / classes``.
+        axis: the class axis. Defaults to -1.
+
+    Returns:
+        Tensor with ``axis`` removed, in nats.
+
+    Raises:
+        ValueError: for ``label_smoothing`` outside [0, 1] or shapes that differ (for example
+            integer labels passed here instead of to `sparse_categorical_crossentropy`).
+    """
+    _check_smoothing("categorical_crossentropy", label_smoothing)
+    y_pred = base.float_tensor(y_pred)
+    y_true = base.to_tensor_like(y_true, y_pred, y_pred.dtype)
+    if y_true.shape != y_pred.shape:
+        raise ValueError("categorical_crossentropy: y_true and y_pred must have the same shape "
+                         "(for integer labels use sparse_categorical_crossentropy). Received: "
+                         f"y_true shape {y_true.shape}, y_pred shape {y_pred.shape}")
+    if label_smoothing:
+        classes = y_pred.shape[axis]
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / classes
+    return ops.categorical_crossentropy(y_true, y_pred, from_logits=from_logits, axis=axis)
+
+
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None,
+                                    axis=-1):
+    """Cross-entropy with integer class ids: ``-log p[label]``.
+
+    Args:
+        y_true: class ids, shape ``(batch, ...)`` or with a trailing size-1 axis
+            (``(N,)`` and ``(N, 1)`` give the same result, C18); any integer or integral float
+            dtype.
+        y_pred: probabilities or logits (``from_logits=True``), shape ``(batch, ..., classes)``.
+        from_logits: bool. Defaults to False.
+        ignore_class: optional int. Samples with this label get loss 0 and are marked in the
+            result's ``_keras_mask``, so a `Loss` leaves them out of the mean (Keras semantics).
+        axis: the class axis. Defaults to -1.
+
+    Returns:
+        Tensor of shape ``(batch, ...)``, in nats.
+
+    Raises:
+        ValueError: if the shapes do not fit or a label (other than ``ignore_class``) is
+            outside ``[0, classes)``.
+    """
+    y_pred = base.float_tensor(y_pred)
+    y_true = base.to_tensor_like(y_true, y_pred)
+    if y_true.ndim == y_pred.ndim and y_true.shape[-1] == 1:
+        y_true = ops.squeeze(y_true, -1)
+    if ignore_class is None:
+        return ops.sparse_categorical_crossentropy(y_true, y_pred, from_logits=from_logits,
+                                                   axis=axis)
+    labels = y_true.data
+    valid = labels != ignore_class
+    safe = y_true.backend.xp.where(valid, labels, 0)
+    losses = ops.sparse_categorical_crossentropy(safe, y_pred, from_logits=from_logits,
+                                                 axis=axis)
+    losses = ops.where(valid, losses, 0.0)
+    losses._keras_mask = valid
+    return losses
+
+
+def kl_divergence(y_true, y_pred):
+    """Kullback-Leibler divergence ``sum(t log(t / p), axis=-1)``, both clipped to [1e-7, 1]."""
+    y_true, y_pred = base.prepare(y_true, y_pred)
+    y_true = ops.clip(y_true, EPSILON, 1.0)
+    y_pred = ops.clip(y_pred, EPSILON, 1.0)
+    return ops.sum(y_true * ops.log(y_true / y_pred), axis=-1)
+
+
+def poisson(y_true, y_pred):
+    """Poisson negative log-likelihood up to a constant: ``mean(p - t log(p + 1e-7), -1)``."""
+    y_true, y_pred = base.prepare(y_true, y_pred)
+    return ops.mean(y_pred - y_true * ops.log(y_pred + EPSILON), axis=-1)
+
+
+class BinaryCrossentropy(base.LossFunctionWrapper):
+    """`binary_crossentropy` as a `Loss`.
+
+    Args: ``from_logits`` (False), ``label_smoothing`` (0.0), ``axis`` (-1), ``reduction``,
+    ``name``, ``dtype``.
+    """
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction="sum_over_batch_size", name="binary_crossentropy", dtype=None):
+        _check_smoothing("BinaryCrossentropy", label_smoothing)
+        super().__init__(binary_crossentropy, reduction=reduction, name=name, dtype=dtype,
+                         from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
+        self.from_logits = from_logits
+
+
+class CategoricalCrossentropy(base.LossFunctionWrapper):
+    """`categorical_crossentropy` as a `Loss` (same arguments as `BinaryCrossentropy`)."""
+
+    def __init__(self, from_logits=False, label_smoothing=0.0, axis=-1,
+                 reduction="sum_over_batch_size", name="categorical_crossentropy", dtype=None):
+        _check_smoothing("CategoricalCrossentropy", label_smoothing)
+        super().__init__(categorical_crossentropy, reduction=reduction, name=name, dtype=dtype,
+                         from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
+        self.from_logits = from_logits
+
+
+class SparseCategoricalCrossentropy(base.LossFunctionWrapper):
+    """`sparse_categorical_crossentropy` as a `Loss`. Integer labels are not cast to float.
+
+    Args: ``from_logits`` (False), ``ignore_class`` (None), ``reduction``, ``name``, ``dtype``.
+    With ``ignore_class`` the default reduction averages over the other samples only.
+    """
+
+    cast_y_true = False
+
+    def __init__(self, from_logits=False, ignore_class=None, reduction="sum_over_batch_size",
+                 name="sparse_categorical_crossentropy", dtype=None):
+        super().__init__(sparse_categorical_crossentropy, reduction=reduction, name=name,
+                         dtype=dtype, from_logits=from_logits, ignore_class=ignore_class)
+        self.from_logits = from_logits
+
+
+class KLDivergence(base.LossFunctionWrapper):
+    """`kl_divergence` as a `Loss`."""
+
+    def __init__(self, reduction="sum_over_batch_size", name="kl_divergence", dtype=None):
+        super().__init__(kl_divergence, reduction=reduction, name=name, dtype=dtype)
+
+
+class Poisson(base.LossFunctionWrapper):
+    """`poisson` as a `Loss`."""
+
+    def __init__(self, reduction="sum_over_batch_size", name="poisson", dtype=None):
+        super().__init__(poisson, reduction=reduction, name=name, dtype=dtype)

@@ -1,0 +1,140 @@
+"""Running sums and means, and `MeanMetricWrapper`, which averages a per-sample function.
+
+A `Mean` keeps ``total = sum(value * weight)`` and ``count = sum(weight)`` over every sample seen
+(a missing weight counts 1 per sample), so an epoch's mean is exact however the samples were
+split into batches (behaviour case C02): a last batch of 1 sample counts 1, not as much as a
+full batch.
+"""
+
+from kerasrs import autodiff
+from kerasrs.metrics import base
+
+
+def reduce_to_samplewise(values, sample_weight):
+    """Keras's ``reduce_to_samplewise_values`` on arrays: returns ``(weighted values of shape
+    (batch,) or (), weights of the same shape or None)``; extra axes are averaged."""
+    xp = base.xp_of(values)
+    values = values.astype("float64", copy=False)
+    weight = None
+    if sample_weight is not None:
+        weight = base.raw(sample_weight, like=values).astype("float64")
+        values, weight = base.squeeze_or_expand(values, weight)
+        if values.ndim > weight.ndim:
+            values = values.mean(axis=tuple(range(weight.ndim, values.ndim)))
+        weight = xp.broadcast_to(weight, values.shape)
+        values = values * weight
+        if weight.ndim > 1:
+            weight = weight.mean(axis=tuple(range(1, weight.ndim)))
+    if values.ndim > 1:
+        values = values.mean(axis=tuple(range(1, values.ndim)))
+    return values, weight
+
+
+class Sum(base.Metric):
+    """The (weighted) sum of the values given. Variable: ``total``.
+
+    Example:
+        >>> m = Sum()
+        >>> m.update_state([1, 3, 5, 7], sample_weight=[1, 1, 0, 0])
+        >>> m.result()
+        4.0
+    """
+
+    def __init__(self, name="sum", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        self.total = self.add_variable((), "total")
+
+    def update_state(self, values, sample_weight=None):
+        values, _ = reduce_to_samplewise(base.raw(values), sample_weight)
+        self.total.data += float(values.sum())
+
+    def result(self):
+        return float(self.total.data)
+
+
+class Mean(base.Metric):
+    """The (weighted) mean of the values given: ``total / count``. Variables: ``total``,
+    ``count``. Values of shape ``(batch, ...)`` count one sample per row (extra axes are
+    averaged); a 0-d value counts as one sample. With no samples the result is 0.
+
+    Example:
+        >>> m = Mean()
+        >>> m.update_state([1, 3, 5, 7], sample_weight=[1, 1, 0, 0])
+        >>> m.result()
+        2.0
+    """
+
+    def __init__(self, name="mean", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        self.total = self.add_variable((), "total")
+        self.count = self.add_variable((), "count")
+
+    def update_state(self, values, sample_weight=None):
+        values, weight = reduce_to_samplewise(base.raw(values), sample_weight)
+        self.total.data += float(values.sum())
+        if weight is not None:
+            self.count.data += float(weight.sum())
+        else:
+            self.count.data += values.shape[0] if values.ndim else 1
+
+    def result(self):
+        count = float(self.count.data)
+        return float(self.total.data) / count if count else 0.0
+
+
+class MeanMetricWrapper(Mean):
+    """The running mean of ``fn(y_true, y_pred, **kwargs)``, a per-sample function.
+
+    ``fn`` may be a kerasrs metric or loss function, any function of arrays or Tensors, or a
+    `kerasrs.losses.Loss` (its unreduced values are used). A ``_keras_mask`` on the result
+    (``ignore_class``) removes those samples from both the total and the count.
+
+    Args:
+        fn: the per-sample function.
+        name: str; defaults to ``fn``'s name.
+        dtype: result dtype name (config only).
+        **kwargs: passed to ``fn`` on every call.
+    """
+
+    def __init__(self, fn, name=None, dtype=None, **kwargs):
+        name = name or getattr(fn, "name", None) or getattr(fn, "__name__", None)
+        super().__init__(name=name, dtype=dtype)
+        self._fn, self._fn_kwargs = fn, kwargs
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        with autodiff.no_grad():
+            if hasattr(self._fn, "convert_inputs") and hasattr(self._fn, "call"):  # a Loss
+                values = self._fn.call(*self._fn.convert_inputs(y_true, y_pred))
+            else:
+                values = self._fn(y_true, y_pred, **self._fn_kwargs)
+        mask = getattr(values, "_keras_mask", None)
+        values = base.raw(values)
+        if mask is not None:
+            mask = mask.astype("float64")
+            sample_weight = mask if sample_weight is None else \
+                base.weights_like(sample_weight, mask) * mask
+        super().update_state(values, sample_weight)
+
+    def get_config(self):
+        fn_name = getattr(self._fn, "__name__", None) or getattr(self._fn, "name", None)
+        return {**super().get_config(), "fn": fn_name, **self._fn_kwargs}
+
+    @classmethod
+    def from_config(cls, config):
+        from kerasrs import metrics
+
+        config = dict(config)
+        fn = config.pop("fn")
+        return cls(metrics.lookup_function(fn) if isinstance(fn, str) else fn, **config)
+
+
+class FunctionMean(MeanMetricWrapper):
+    """Base of the named metrics built on a fixed function (``BinaryAccuracy``, ...): a
+    `MeanMetricWrapper` whose config is its constructor's arguments only."""
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype, **self._fn_kwargs}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,171 @@
+"""Array data for fit/evaluate/predict: checking, splitting, batching and class weights.
+
+Data stay where the user put them (NumPy arrays on the host, or backend arrays); each batch is
+sliced from them (a view for in-order batches, one gather for shuffled ones) and moved to the
+backend by the model call. Structures: an array (one input/output), a list or tuple of arrays
+(several, in model order) or a dict keyed by input/output name.
+"""
+
+import math
+
+import numpy as np
+
+from kerasrs import autodiff
+
+
+def _is_data(x):
+    """A (nested) list of numbers rather than a list of arrays."""
+    if isinstance(x, (list, tuple)):
+        return len(x) > 0 and all(_is_data(v) for v in x)
+    return isinstance(x, (int, float, bool, np.generic))
+
+
+def _leaf(value):
+    if isinstance(value, autodiff.Tensor):
+        return value.data
+    if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
+        return value
+    return np.asarray(value)
+
+
+def standardize(x):
+    """``x`` with every leaf an array (lists of numbers become one array)."""
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        return {k: standardize(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and not _is_data(x):
+        return [standardize(v) for v in x]
+    return _leaf(x)
+
+
+def leaves(x):
+    return [leaf for leaf in autodiff._flatten(x) if leaf is not None]
+
+
+def num_samples(method, **named):
+    """The common sample count of the named structures.
+
+    Raises:
+        ValueError: if an array is 0-d, the counts differ (naming each argument's shapes), or
+            there are no samples.
+    """
+    counts = {}
+    for name, struct in named.items():
+        arrays = leaves(struct)
+        for a in arrays:
+            if a.ndim == 0:
+                raise ValueError(f"Model.{method}: `{name}` must have a sample axis. Received: "
+                                 f"a scalar {name}")
+        sizes = {a.shape[0] for a in arrays}
+        if len(sizes) > 1:
+            raise ValueError(f"Model.{method}: every array in `{name}` must have the same number "
+                             f"of samples. Received: shapes {[a.shape for a in arrays]}")
+        if sizes:
+            counts[name] = sizes.pop()
+    if len(set(counts.values())) > 1:
+        detail = ", ".join(f"{k} has {v} samples" for k, v in counts.items())
+        raise ValueError(f"Model.{method}: the data arguments must have the same number of "
+                         f"samples. Received: {detail}")
+    n = next(iter(counts.values()), None)
+    if n is None:
+        raise ValueError(f"Model.{method}: no input data. Received: x=None")
+    if n == 0:
+        shapes = [a.shape for a in leaves(named.get("x"))]
+        raise ValueError(f"Model.{method}: the data have no samples, so there is nothing to "
+                         f"do. Received: x with shape(s) {shapes}")
+    return n
+
+
+def slice_struct(struct, index):
+    """Every leaf of ``struct`` indexed by ``index`` along the sample axis."""
+    if struct is None:
+        return None
+    if isinstance(struct, dict):
+        return {k: slice_struct(v, index) for k, v in struct.items()}
+    if isinstance(struct, list):
+        return [slice_struct(v, index) for v in struct]
+    return struct[index]
+
+
+def split_validation(x, y, sample_weight, validation_split, n):
+    """``((x, y, sw) train, (x, y, sw) validation)``: the last fraction is validation, taken
+    before any shuffling, with ``split_at = floor(n * (1 - validation_split))`` (Keras's rule).
+
+    Raises:
+        ValueError: if the split leaves no training or no validation sample.
+    """
+    if not 0.0 <= validation_split < 1.0:
+        raise ValueError("Model.fit: `validation_split` must be in [0, 1). Received: "
+                         f"validation_split={validation_split}")
+    split_at = int(math.floor(n * (1.0 - validation_split)))
+    if split_at == 0 or split_at == n:
+        raise ValueError(f"Model.fit: {n} samples cannot be split into training and validation "
+                         f"sets with validation_split={validation_split} (split at {split_at}). "
+                         f"Received: {n} samples")
+    head, tail = slice(0, split_at), slice(split_at, n)
+    return tuple(slice_struct(s, head) for s in (x, y, sample_weight)), \
+        tuple(slice_struct(s, tail) for s in (x, y, sample_weight))
+
+
+def unpack_validation_data(validation_data):
+    """``(x, y, sample_weight)`` from a tuple of 2 or 3."""
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+        raise ValueError("Model.fit: `validation_data` must be a tuple (x_val, y_val) or "
+                         "(x_val, y_val, val_sample_weight). Received: "
+                         f"{type(validation_data).__name__} of length "
+                         f"{len(validation_data) if hasattr(validation_data, '__len__') else '?'}")
+    x, y, *rest = validation_data
+    return standardize(x), standardize(y), standardize(rest[0]) if rest else None
+
+
+def class_weight_to_sample_weight(y, class_weight):
+    """Per-sample weights ``class_weight[label]`` (1.0 for classes not listed). Labels are
+    ``y`` (ids, shape ``(n,)`` or ``(n, 1)``) or ``argmax(y)`` for one-hot ``(n, classes)``."""
+    y = np.asarray(autodiff.Tensor(y).numpy() if not isinstance(y, np.ndarray) else y)
+    if y.ndim > 1:
+        y = y[..., 0] if y.shape[-1] == 1 else np.argmax(y, axis=-1)
+    ids = np.round(y).astype(np.int64).reshape(-1)
+    size = max(int(ids.max(initial=0)), max((int(k) for k in class_weight), default=0)) + 1
+    table = np.ones(size, dtype=np.float32)
+    for key, value in class_weight.items():
+        table[int(key)] = value
+    return table[ids]
+
+
+def batch_indices(n, batch_size, shuffle=False):
+    """Index objects for one epoch: slices in order, or a random permutation cut into batches
+    (``shuffle=True``), or in-order batches in random order (``shuffle="batch"``). The last
+    batch may be short; it is never dropped."""
+    starts = range(0, n, batch_size)
+    if shuffle is True:
+        perm = np.random.permutation(n)
+        return [perm[i:i + batch_size] for i in starts]
+    batches = [slice(i, min(i + batch_size, n)) for i in starts]
+    if shuffle == "batch":
+        batches = [batches[i] for i in np.random.permutation(len(batches))]
+    return batches
+
+
+def flatten_targets(y, output_names, what="y"):
+    """``y`` as a list aligned with the model's outputs (None where not given)."""
+    n = len(output_names)
+    if y is None:
+        return [None] * n
+    if isinstance(y, dict):
+        unknown = [k for k in y if k not in output_names]
+        if unknown:
+            raise ValueError(f"Model: `{what}` has keys {unknown} that are not output names "
+                             f"{output_names}. Received: keys {list(y)}")
+        return [y.get(k) for k in output_names]
+    if isinstance(y, list):
+        if len(y) != n:
+            raise ValueError(f"Model: the model has {n} outputs ({output_names}) but `{what}` "
+                             f"has {len(y)} entries. Received: {len(y)} arrays")
+        return list(y)
+    return [y] * n if what == "sample_weight" else [y] if n == 1 else _too_few(y, n, what)
+
+
+def _too_few(y, n, what):
+    raise ValueError(f"Model: the model has {n} outputs, so `{what}` must be a list or dict of "
+                     f"{n} arrays. Received: one array of shape {tuple(y.shape)}")

@@ -1,0 +1,178 @@
+"""`Model`: a `Layer` that can be trained (compile/fit/evaluate/predict) and summarized.
+
+Three ways to make one, as in Keras:
+
+* functional: ``Model(inputs, outputs)`` over symbolic tensors from `kerasrs.layers.Input`
+  (this returns a `kerasrs.models.functional.Functional`);
+* `kerasrs.models.Sequential` for a plain stack of layers;
+* subclassing: define sublayers in ``__init__`` (they are tracked as attributes) and the
+  forward pass in ``call(inputs, training=None)``.
+"""
+
+import numpy as np
+
+from kerasrs import autodiff
+from kerasrs.layers.base import Layer
+from kerasrs.models import summary as summary_module
+from kerasrs.models import trainer
+
+
+class Model(trainer.Trainer, Layer):
+    """A trainable network of layers (see the module docstring for the three kinds).
+
+    Args:
+        inputs, outputs: for a functional model (see `Functional`).
+        name: str; defaults to the snake_case class name (``my_model``), ``functional`` or
+            ``sequential`` made unique.
+        trainable: bool.
+
+    Attributes:
+        layers: the model's layers (for subclassed models, the sublayers assigned as attributes,
+            in assignment order).
+        optimizer, loss: set by `compile`. history: the `History` of the last ``fit``.
+        stop_training: set to True (e.g. from a callback) to end ``fit`` after this epoch.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            from kerasrs.models.functional import Functional
+
+            return object.__new__(Functional)
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        if args or "inputs" in kwargs or "outputs" in kwargs:
+            raise TypeError(f"{type(self).__name__}: a subclassed Model takes no inputs/outputs; "
+                            "define call() instead, or use Model(inputs, outputs) directly. "
+                            f"Received: {len(args)} positional arguments")
+        Layer.__init__(self, **kwargs)
+        trainer.Trainer.__init__(self)
+
+    @property
+    def layers(self):
+        """The model's direct sublayers, in order."""
+        return self._sublayers()
+
+    def get_layer(self, name=None, index=None):
+        """The layer called ``name``, or at position ``index`` of `layers`.
+
+        Raises:
+            ValueError: if neither or both are given, or no layer matches (listing the names).
+        """
+        if (name is None) == (index is None):
+            raise ValueError(f"{self.name}.get_layer: give exactly one of `name` and `index`. "
+                             f"Received: name={name!r}, index={index!r}")
+        layers = self.layers
+        if index is not None:
+            if not -len(layers) <= index < len(layers):
+                raise ValueError(f"{self.name}.get_layer: index {index} is out of range for "
+                                 f"{len(layers)} layers. Received: index={index}")
+            return layers[index]
+        for layer in layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"{self.name}.get_layer: no layer named {name!r}. Layers: "
+                         f"{[layer.name for layer in layers]}. Received: name={name!r}")
+
+    def build(self, input_shape=None):
+        """Build a subclassed model by running ``call`` once on zeros of ``input_shape``
+        (None sizes become 1), without recording gradients."""
+        if input_shape is None:
+            raise ValueError(f"{self.name}.build: needs an input shape. Received: None")
+        zeros = _zeros_like_shape(input_shape, self.compute_dtype)
+        self.built = True  # the call below must not come back here; sublayers build in it
+        with autodiff.no_grad():
+            self(zeros, training=False)
+        self._build_shapes = {"input_shape": summary_module.shape_to_list(input_shape)}
+
+    build._kerasrs_build = True  # the call opens the name scope itself
+
+    def _build_from_call(self, args, kwargs):
+        """A first eager call of a subclassed model builds its sublayers as they are called,
+        unless the subclass defines its own ``build``."""
+        if type(self).build is Model.build:
+            self.built = True
+            from kerasrs.layers import base  # the first call's shapes, for saving (as Keras)
+
+            self._build_shapes = {"input_shape": summary_module.shape_to_list(
+                base._shape_of(args[0]))}
+        else:
+            Layer._build_from_call(self, args, kwargs)
+
+    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False,
+                show_trainable=False, layer_range=None):
+        """Print a Keras-style table of the layers: name (type), output shape, parameter count,
+        and for functional models the layers each one is connected to; then the totals with
+        their size in memory.
+
+        Args:
+            line_length: total width of the table (default 98 with "Connected to", else 78).
+            print_fn: function called with the whole text (default: ``print``).
+            expand_nested: also list the layers inside nested models.
+            show_trainable: add a column saying whether each layer is trainable.
+            positions, layer_range: accepted for Keras compatibility (ignored).
+        """
+        summary_module.print_summary(self, line_length=line_length, print_fn=print_fn,
+                                     expand_nested=expand_nested, show_trainable=show_trainable)
+
+    def get_config(self):
+        """Subclassed models: the base config (override to add your constructor arguments)."""
+        return Layer.get_config(self)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A functional config (with ``layers``/``input_layers``/``output_layers``) rebuilds a
+        `Functional` model; otherwise ``cls(**config)`` (subclasses override this together with
+        `get_config` when their constructor takes other arguments).
+
+        Raises:
+            TypeError: if ``cls(**config)`` fails, saying what to implement.
+        """
+        if "input_layers" in config and "output_layers" in config:
+            from kerasrs.models.functional import Functional
+
+            return Functional.from_config(config, custom_objects=custom_objects)
+        try:
+            return cls(**config)
+        except TypeError as e:
+            raise TypeError(f"{cls.__name__}.from_config: could not call {cls.__name__}(**config)"
+                            f": {e}. Implement get_config() and from_config() on the subclass. "
+                            f"Received: config keys {sorted(config)}") from e
+
+    _from_config_takes_custom_objects = True
+
+    # -- saving: implemented in kerasrs.saving (imported here lazily: saving sits above models) --
+    def save(self, filepath, overwrite=True, **kwargs):
+        """Save architecture, weights, compile settings and optimizer state to ``.keras`` or
+        ``.h5`` (see `kerasrs.saving.save_model`)."""
+        from kerasrs import saving
+
+        saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
+
+    def save_weights(self, filepath, overwrite=True):
+        """Save the weights to a Keras 3 ``.weights.h5`` file (`kerasrs.saving.save_weights`)."""
+        from kerasrs import saving
+
+        saving.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath, skip_mismatch=False, by_name=False, **kwargs):
+        """Load weights from a ``.weights.h5``, ``.keras`` or legacy ``.h5`` file
+        (`kerasrs.saving.load_weights`)."""
+        from kerasrs import saving
+
+        saving.load_weights(self, filepath, skip_mismatch=skip_mismatch, by_name=by_name,
+                            **kwargs)
+
+    def to_json(self, **kwargs):
+        """The Keras 3 model config as a JSON string (`kerasrs.models.model_from_json`)."""
+        from kerasrs import saving
+
+        return saving.to_json(self, **kwargs)
+
+
+def _zeros_like_shape(shape, dtype):
+    if isinstance(shape, dict):
+        return {k: _zeros_like_shape(v, dtype) for k, v in shape.items()}
+    if isinstance(shape, list) and shape and isinstance(shape[0], (list, tuple)):
+        return [_zeros_like_shape(s, dtype) for s in shape]
+    return np.zeros(tuple(1 if d is None else d for d in shape), dtype=dtype)

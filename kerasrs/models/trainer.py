@@ -1,0 +1,368 @@
+"""`Trainer`: compile, fit, evaluate, predict and the ``*_on_batch`` methods of `Model`.
+
+One training step (`Trainer.train_step`) is one `GradientTape` over the forward pass and the
+loss (compiled losses plus the layers' regularization losses), ``tape.gradient`` with respect to
+the trainable weights, ``optimizer.apply``, then the weight constraints. Numbers follow Keras 3:
+
+* the reported ``loss`` is the running mean of the per-batch (reduced) losses weighted by batch
+  size, computed before each update; a short last batch is a normal, smaller batch;
+* metrics accumulate over all samples of the epoch (compile ``metrics`` unweighted,
+  ``weighted_metrics`` with sample and class weights);
+* ``logs`` at ``on_train_batch_end`` are running values, at ``on_epoch_end`` the epoch's, plus
+  ``val_*`` after validation. Log keys are sorted, as Keras sorts them.
+"""
+
+import numpy as np
+
+from kerasrs import autodiff
+from kerasrs.callbacks import CallbackList
+from kerasrs.models import compile_utils, data_adapter
+
+
+class Trainer:
+    """The training API mixed into `kerasrs.Model` (see the module docstring)."""
+
+    def __init__(self):
+        self.compiled = False
+        self.optimizer = None
+        self.loss = None
+        self.stop_training = False
+        self.history = None
+        self._compiled_loss = self._compiled_metrics = None
+        self._loss_trackers = []
+        self._train_variables = self._loss_layers = None
+
+    # -- compile --------------------------------------------------------------------------------
+    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
+                weighted_metrics=None, run_eagerly=None, steps_per_execution=1, jit_compile="auto",
+                auto_scale_loss=True):
+        """Configure training: the optimizer, the loss(es) and the metrics.
+
+        Args:
+            optimizer: name ("rmsprop", "adam", "sgd", ...) or `kerasrs.optimizers.Optimizer`.
+                Compiling again makes a new optimizer (from a name) and keeps the weights.
+            loss: name, `Loss`, function ``(y_true, y_pred) -> per-sample values``, or per
+                output a list or dict (keyed by output name); one loss applies to every output.
+            loss_weights: list or dict of floats weighting each output's loss in the total.
+            metrics: list of names ("accuracy", "mae", ...) or `Metric`s, or per output a list
+                of lists or a dict. "accuracy"/"acc" picks the accuracy that fits the loss.
+            weighted_metrics: like ``metrics``, but given the sample and class weights.
+            run_eagerly, steps_per_execution, jit_compile, auto_scale_loss: accepted for Keras
+                compatibility; kerasrs always runs eagerly, one step at a time.
+        """
+        from kerasrs import optimizers
+
+        self.optimizer = optimizers.get(optimizer)
+        self.loss = loss
+        self._compiled_loss = compile_utils.CompiledLoss(loss, loss_weights)
+        self._compiled_metrics = compile_utils.CompiledMetrics(metrics, weighted_metrics)
+        self._loss_trackers = []
+        self._train_variables = self._loss_layers = None
+        self.compiled = True
+        self.stop_training = False
+        self._compile_config = {
+            "optimizer": optimizer if isinstance(optimizer, str) else
+            optimizers.serialize(self.optimizer), "loss": loss, "loss_weights": loss_weights,
+            "metrics": metrics, "weighted_metrics": weighted_metrics, "run_eagerly": run_eagerly,
+            "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
+
+    def get_compile_config(self):
+        """The arguments of the last ``compile`` (None if never compiled)."""
+        return dict(self._compile_config) if self.compiled else None
+
+    def compile_from_config(self, config):
+        """``compile(**config)``, with a serialized optimizer turned back into an object."""
+        from kerasrs import optimizers
+
+        config = dict(config)
+        if isinstance(config.get("optimizer"), dict):
+            config["optimizer"] = optimizers.deserialize(config["optimizer"])
+        self.compile(**config)
+
+    def _require_compiled(self, method):
+        if not self.compiled:
+            raise RuntimeError(f"Model.{method}: the model must be compiled first: call "
+                               "model.compile(optimizer, loss) before fit/evaluate/train_on_batch.")
+
+    @property
+    def metrics_names(self):
+        """Names of the values evaluate/train_on_batch return, in their order."""
+        names = [t.name for t in self._loss_trackers] or ["loss"]
+        if self._compiled_metrics is not None and self._compiled_metrics.built:
+            names += [m.name for m in self._compiled_metrics.metrics]
+        return names
+
+    @property
+    def metrics(self):
+        """The compiled metric objects (after the first batch)."""
+        cm = self._compiled_metrics
+        return list(cm.metrics) if cm is not None and cm.built else []
+
+    def reset_metrics(self):
+        """Reset the loss means and every compiled metric."""
+        for tracker in self._loss_trackers:
+            tracker.reset_state()
+        if self._compiled_metrics is not None and self._compiled_metrics.built:
+            self._compiled_metrics.reset_state()
+
+    # -- one batch ------------------------------------------------------------------------------
+    def _output_names(self, y_pred):
+        names = getattr(self, "output_names", None)
+        flat = autodiff._flatten(y_pred)
+        if isinstance(y_pred, dict):
+            return sorted(y_pred)
+        if names and len(names) == len(flat):
+            return list(names)
+        return ["output"] if len(flat) == 1 else [f"output_{i}" for i in range(len(flat))]
+
+    def _build_compiled(self, y, y_pred, sample_weight):
+        names = self._output_names(y_pred)
+        self._output_names_cache = names
+        self._compiled_loss.build(names)
+        y_flat = data_adapter.flatten_targets(y, names)
+        p_flat = autodiff._flatten(y_pred)
+        self._compiled_metrics.build(names, y_flat, p_flat, self._compiled_loss.losses)
+        self._loss_trackers = [compile_utils.RunningMean("loss")]
+        if len(names) > 1:
+            self._loss_trackers += [compile_utils.RunningMean(f"{n}_loss") for n, loss in
+                                    zip(names, self._compiled_loss.losses) if loss is not None]
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The total loss Tensor: the compiled losses plus the layers' `losses`.
+
+        Also returns the per-output losses as a list. Raises ValueError if there is nothing to
+        minimize (no compiled loss and no layer losses).
+        """
+        if not self._compiled_loss.built:
+            self._build_compiled(y, y_pred, sample_weight)
+        names = self._output_names_cache
+        y_flat = data_adapter.flatten_targets(y, names)
+        sw_flat = data_adapter.flatten_targets(sample_weight, names, "sample_weight")
+        total, parts = self._compiled_loss(y_flat, autodiff._flatten(y_pred), sw_flat)
+        if self._loss_layers is None:  # cached like the trainable variables, per fit
+            self._loss_layers = self._flatten_layers()
+        extra = self._collect_losses(self._loss_layers)
+        if extra:
+            reg = extra[0]
+            for value in extra[1:]:
+                reg = reg + value
+            total = reg if total is None else total + reg
+        if total is None:
+            raise ValueError(f"{self.name}: there is no loss to minimize. Pass `loss` to "
+                             "compile() (or add layer losses). Received: loss=None")
+        return total, parts
+
+    def _record(self, total, parts, batch_size, y, y_pred, sample_weight):
+        """Fold one batch into the loss means and the metrics."""
+        self._loss_trackers[0].update_state(float(total.data), batch_size)
+        for tracker, part in zip(self._loss_trackers[1:], [p for p in parts if p is not None]):
+            tracker.update_state(float(part.data), batch_size)
+        names = self._output_names_cache
+        self._compiled_metrics.update_state(
+            data_adapter.flatten_targets(y, names), autodiff._flatten(y_pred),
+            data_adapter.flatten_targets(sample_weight, names, "sample_weight"))
+
+    def train_step(self, x, y=None, sample_weight=None):
+        """One optimizer step on one batch (see the module docstring). Updates the metrics."""
+        with autodiff.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            total, parts = self.compute_loss(x, y, y_pred, sample_weight)
+        variables = self._train_variables
+        if variables is None:
+            variables = self._train_variables = self.trainable_weights
+        if variables:
+            grads = tape.gradient(total, variables)
+            self.optimizer.apply(grads, variables)
+            for v in variables:
+                if getattr(v, "constraint", None) is not None:
+                    v.assign(autodiff.convert_to_tensor(v.constraint(v)).data)
+        self._record(total, parts, _batch_size(x), y, y_pred, sample_weight)
+
+    def test_step(self, x, y=None, sample_weight=None):
+        """Forward pass and loss on one batch in inference mode; updates the metrics."""
+        with autodiff.no_grad():
+            y_pred = self(x, training=False)
+            total, parts = self.compute_loss(x, y, y_pred, sample_weight, training=False)
+        self._record(total, parts, _batch_size(x), y, y_pred, sample_weight)
+
+    def _logs(self):
+        logs = {t.name: t.result() for t in self._loss_trackers}
+        if self._compiled_metrics.built:
+            logs.update(self._compiled_metrics.results())
+        return dict(sorted(logs.items()))
+
+    def _ordered(self, logs, return_dict):
+        if return_dict:
+            return logs
+        values = [logs[name] for name in self.metrics_names if name in logs]
+        return values[0] if len(values) == 1 else values
+
+    # -- fit ------------------------------------------------------------------------------------
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_batch_size=None, validation_freq=1):
+        """Train for ``epochs`` epochs on arrays (see the module docstring for the numbers).
+
+        Args:
+            x, y: arrays, or lists/dicts of arrays for several inputs/outputs.
+            batch_size: samples per step (default 32); the last batch may be smaller.
+            epochs: index of the last epoch (training runs ``initial_epoch .. epochs - 1``).
+            verbose: "auto" or 1 (a tqdm bar per epoch), 2 (a line per epoch), 0 (silent).
+            callbacks: list of `Callback`s.
+            validation_split: fraction of the data, taken from the end before shuffling, used
+                only for validation. Ignored when ``validation_data`` is given.
+            validation_data: ``(x_val, y_val)`` or ``(x_val, y_val, sample_weight_val)``.
+            shuffle: True (reshuffle each epoch), False, or "batch" (shuffle batch order).
+            class_weight: dict ``{class id: weight}`` multiplying each sample's loss.
+            sample_weight: array ``(n,)`` of per-sample loss weights (or per output).
+            initial_epoch: epoch to start from (for resuming).
+            steps_per_epoch: batches per epoch; the data iterator then runs on across epochs
+                and restarts (with a warning if it ran out mid-epoch) when exhausted.
+            validation_steps, validation_batch_size: limits for the validation pass.
+            validation_freq: validate every this many epochs (int) or at these epochs (list,
+                counting from 1).
+
+        Returns:
+            The `History` callback; ``history.history`` maps each log name to a list per epoch.
+
+        Raises:
+            RuntimeError: if the model is not compiled.
+            ValueError: for data of different lengths, no samples, or bad arguments.
+        """
+        from kerasrs.models import fit_loop
+
+        self._require_compiled("fit")
+        return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
+                            validation_data, shuffle, class_weight, sample_weight, initial_epoch,
+                            steps_per_epoch, validation_steps, validation_batch_size,
+                            validation_freq)
+
+    # -- evaluate / predict ---------------------------------------------------------------------
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
+                 steps=None, callbacks=None, return_dict=False, **kwargs):
+        """Loss and metrics on the data in inference mode, over all samples.
+
+        Returns:
+            A float (loss only), a list ``[loss, *metrics]`` in `metrics_names` order, or a dict
+            with ``return_dict=True``.
+        """
+        self._require_compiled("evaluate")
+        x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
+        n = data_adapter.num_samples("evaluate", x=x, y=y, sample_weight=sample_weight)
+        batch_size = _check_batch_size(batch_size, "evaluate")
+        batches = data_adapter.batch_indices(n, batch_size)[:steps]
+        verbose = _verbose(verbose)
+        self._loss_layers = None
+        cbs = callbacks if isinstance(callbacks, CallbackList) else CallbackList(
+            callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, steps=len(batches))
+        logs = self._evaluate_batches(x, y, sample_weight, batches, cbs)
+        return self._ordered(logs, return_dict)
+
+    def _evaluate_batches(self, x, y, sample_weight, batches, callbacks):
+        self.reset_metrics()
+        callbacks.on_test_begin()
+        hooks = callbacks.wants_batch_hooks("test")
+        for step, index in enumerate(batches):
+            if hooks:
+                callbacks.on_test_batch_begin(step)
+            self.test_step(*(data_adapter.slice_struct(s, index) for s in (x, y, sample_weight)))
+            if hooks:
+                callbacks.on_test_batch_end(step, self._logs())
+        logs = self._logs()
+        callbacks.on_test_end(logs)
+        return logs
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """The model's outputs for ``x`` as NumPy arrays, computed in batches in inference mode.
+
+        Any number of samples works, including 1 (``x[:1]``); a single sample without its batch
+        axis is rejected with the expected shape.
+
+        Returns:
+            An array ``(n, ...)``, or a list/dict of arrays for several outputs.
+        """
+        x = data_adapter.standardize(x)
+        n = data_adapter.num_samples("predict", x=x)
+        batches = data_adapter.batch_indices(n, _check_batch_size(batch_size, "predict"))[:steps]
+        verbose = _verbose(verbose)
+        cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+                           steps=len(batches))
+        cbs.on_predict_begin()
+        hooks = cbs.wants_batch_hooks("predict")
+        outputs = []
+        for step, index in enumerate(batches):
+            if hooks:
+                cbs.on_predict_batch_begin(step)
+            out = self.predict_on_batch(data_adapter.slice_struct(x, index))
+            outputs.append(out)
+            if hooks:
+                cbs.on_predict_batch_end(step, {"outputs": out})
+        cbs.on_predict_end()
+        flat = [autodiff._flatten(o) for o in outputs]
+        joined = [np.concatenate([f[i] for f in flat], axis=0) for i in range(len(flat[0]))]
+        return autodiff._pack(outputs[0], iter(joined))
+
+    # -- single batches -------------------------------------------------------------------------
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """One optimizer step on this batch. Returns this batch's loss (computed before the
+        update) and metrics, as `evaluate` returns them (metrics are reset first, as in Keras
+        3.15)."""
+        self._require_compiled("train_on_batch")
+        x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
+        data_adapter.num_samples("train_on_batch", x=x, y=y, sample_weight=sample_weight)
+        if class_weight is not None:
+            sample_weight = _with_class_weight(y, sample_weight, class_weight)
+        self._train_variables = self._loss_layers = None
+        self.reset_metrics()
+        self.train_step(x, y, sample_weight)
+        return self._ordered(self._logs(), return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """Loss and metrics on this batch (inference mode), as `evaluate` returns them."""
+        self._require_compiled("test_on_batch")
+        x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
+        data_adapter.num_samples("test_on_batch", x=x, y=y, sample_weight=sample_weight)
+        self.reset_metrics()
+        self._loss_layers = None
+        self.test_step(x, y, sample_weight)
+        return self._ordered(self._logs(), return_dict)
+
+    def predict_on_batch(self, x):
+        """The outputs for one batch as NumPy arrays (inference mode, no gradients)."""
+        with autodiff.no_grad():
+            out = self(x, training=False)
+        return autodiff._pack(out, iter([np.asarray(o.numpy()) for o in autodiff._flatten(out)]))
+
+
+def _batch_size(x):
+    return int(data_adapter.leaves(x)[0].shape[0])
+
+
+def _check_batch_size(batch_size, method):
+    if batch_size is None:
+        return 32
+    if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) \
+            or batch_size <= 0:
+        raise ValueError(f"Model.{method}: `batch_size` must be a positive int. Received: "
+                         f"batch_size={batch_size!r}")
+    return int(batch_size)
+
+
+def _verbose(verbose):
+    if verbose == "auto":
+        return 1
+    if verbose not in (0, 1, 2):
+        raise ValueError(f"`verbose` must be 'auto', 0, 1 or 2. Received: verbose={verbose!r}")
+    return int(verbose)
+
+
+def _with_class_weight(y, sample_weight, class_weight):
+    if isinstance(y, (list, dict)):
+        raise ValueError("`class_weight` is only supported for models with one output. "
+                         "Received: several targets")
+    weights = data_adapter.class_weight_to_sample_weight(y, class_weight)
+    if sample_weight is None:
+        return weights
+    return np.asarray(sample_weight, dtype=np.float32).reshape(len(weights), -1)[:, 0] * weights
+

@@ -1,0 +1,244 @@
+"""Fused normalization ops: batch normalization (training and inference) and layer normalization.
+
+Each training-time normalization is one `Function` whose backward is the closed form of the
+gradient (Ioffe & Szegedy, 2015, section 3), so the tape records one op instead of about ten and
+no intermediate is kept but the normalized input. With ``x̂ = (x - mean) * inv``,
+``inv = 1 / sqrt(var + eps)`` (biased variance over the ``n`` reduced elements) and
+``y = x̂ * gamma + beta``:
+
+    d beta  = sum(gy)                d gamma = sum(gy * x̂)
+    d x     = gamma * inv * (gy - d beta / n - x̂ * d gamma / n)
+
+(sums over the reduced axes). Layer normalization is the same with the roles of the axes swapped:
+the statistics are per example and ``gamma``/``beta`` are per feature.
+"""
+
+import numpy as np
+
+from kerasrs.autodiff import Function, convert_to_tensor
+from kerasrs.ops import core, math
+from kerasrs.ops.shape import reshape, transpose  # (kerasrs.ops.shape is an op, not this module)
+
+__all__ = ["batch_normalization", "fused_batch_normalization", "layer_normalization"]
+
+
+def _axis_list(op, axis, ndim):
+    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    if not axes or any(not -ndim <= a < ndim for a in axes):
+        raise ValueError(f"{op}: every axis must be in [-{ndim}, {ndim}) for an input of rank "
+                         f"{ndim}. Received: axis={axis!r}")
+    return sorted(int(a) % ndim for a in axes)
+
+
+def _param_shape(x_shape, kept):
+    """Broadcast shape of a per-``kept``-axes parameter: the input's sizes there, 1 elsewhere."""
+    return tuple(n if i in kept else 1 for i, n in enumerate(x_shape))
+
+
+def _rows(xp, x, axis):
+    """``x`` as a 2-D ``(rows, features)`` array with the feature ``axis`` last (a view when
+    ``axis`` already is last and ``x`` is contiguous)."""
+    x = x if axis == x.ndim - 1 else xp.moveaxis(x, axis, -1)
+    return x.reshape(-1, x.shape[-1])
+
+
+def _unrows(xp, y2, shape, axis):
+    """Inverse of `_rows` for an input of ``shape``."""
+    moved = shape[:axis] + shape[axis + 1:] + (shape[axis],)
+    y = y2.reshape(moved)
+    return y if axis == len(shape) - 1 else xp.moveaxis(y, -1, axis)
+
+
+def _column_sum(xp, a):
+    """``a.sum(0)`` of a 2-D array as one BLAS matrix-vector product (about 5x NumPy's)."""
+    return xp.ones(a.shape[0], a.dtype) @ a
+
+
+class FusedBatchNorm(Function):
+    """Training-mode batch normalization on the ``(rows, features)`` view of the input; keeps
+    the batch ``mean`` and biased ``var`` (``(features,)`` arrays) for the moving averages."""
+
+    def __init__(self, axis, epsilon):
+        self.axis, self.epsilon = axis, epsilon
+
+    def forward(self, x, gamma, beta):
+        xp, self.shape = self.xp, x.shape
+        x2 = _rows(xp, x, self.axis)
+        self.count = x2.shape[0]
+        self.mean = _column_sum(xp, x2) / x.dtype.type(self.count)
+        xhat = x2 - self.mean
+        self.var = xp.einsum("ij,ij->j", xhat, xhat) / x.dtype.type(self.count)
+        self.inv = 1 / xp.sqrt(self.var + x.dtype.type(self.epsilon))
+        xhat *= self.inv
+        self.xhat, self.gamma = xhat, gamma
+        y = xhat * gamma
+        y += beta
+        return _unrows(xp, y, self.shape, self.axis)
+
+    def backward(self, gy):
+        xp, n = self.xp, self.count
+        gy2 = _rows(xp, gy, self.axis)
+        gbeta = _column_sum(xp, gy2)
+        ggamma = xp.einsum("ij,ij->j", gy2, self.xhat)
+        gx = None
+        if self.needs_grad[0]:
+            gx = self.xhat * (ggamma / n)
+            gx += gbeta / n
+            xp.subtract(gy2, gx, out=gx)
+            gx *= self.gamma * self.inv
+            gx = _unrows(xp, gx, self.shape, self.axis)
+        return gx, ggamma, gbeta
+
+
+def fused_batch_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
+    """Batch normalization with the batch's own statistics (training mode), as one op.
+
+    Normalizes over every axis but ``axis`` with the batch mean and the biased (population)
+    variance, then scales by ``gamma`` and shifts by ``beta``. The gradient flows to ``x``,
+    ``gamma`` and ``beta`` (through the statistics too, as composing the ops would).
+
+    Args:
+        x: float Tensor of rank >= 1 (rank >= 2 in practice: batch first).
+        gamma: Tensor of shape ``(x.shape[axis],)`` or None (no scaling).
+        beta: Tensor of shape ``(x.shape[axis],)`` or None (no shift).
+        axis: int, the feature axis. Defaults to -1.
+        epsilon: float added to the variance. Defaults to 1e-3 (Keras).
+
+    Returns:
+        ``(outputs, mean, variance)``: ``outputs`` like ``x``; ``mean`` and ``variance`` of shape
+        ``(x.shape[axis],)``, constants (not differentiable), for the moving averages.
+
+    Raises:
+        ValueError: if ``axis`` is out of range or a parameter has the wrong shape.
+    """
+    x = convert_to_tensor(x)
+    (axis,) = _axis_list("fused_batch_normalization", axis, x.ndim)
+    be = x.backend
+    gamma, beta = _params("fused_batch_normalization", x, gamma, beta, (x.shape[axis],))
+    f = FusedBatchNorm(axis, float(epsilon))
+    y = f.apply(x, gamma, beta)
+    return y, core.constant(f.mean, be), core.constant(f.var, be)
+
+
+def _params(op, x, gamma, beta, want):
+    """``gamma``/``beta`` as Tensors of shape ``want`` (ones/zeros constants for None)."""
+    be, out = x.backend, []
+    for name, value, fill in (("gamma", gamma, 1), ("beta", beta, 0)):
+        if value is None:
+            out.append(core.constant(be.xp.full(want, fill, dtype=x.dtype), be))
+            continue
+        value = convert_to_tensor(value)
+        if value.shape != tuple(want):
+            raise ValueError(f"{op}: `{name}` must have shape {tuple(want)} for an input of "
+                             f"shape {x.shape}. Received: {name} shape {value.shape}")
+        out.append(value)
+    return out
+
+
+def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
+    """``(x - mean) / sqrt(variance + epsilon) * scale + offset`` with given statistics
+    (Keras's ``ops.batch_normalization``; the inference form of batch normalization).
+
+    Computed as ``x * a + b`` with per-feature vectors ``a = scale * rsqrt(variance + eps)`` and
+    ``b = offset - mean * a``: two passes over ``x``. Differentiable in every argument.
+
+    Args:
+        x: float Tensor. mean, variance: Tensors of shape ``(x.shape[axis],)``.
+        axis: int, the feature axis. offset, scale: Tensors like ``mean``, or None.
+        epsilon: float. Defaults to 1e-3.
+
+    Returns:
+        Tensor like ``x``.
+
+    Raises:
+        ValueError: if ``axis`` is out of range.
+    """
+    x = convert_to_tensor(x)
+    (axis,) = _axis_list("batch_normalization", axis, x.ndim)
+    a = math.rsqrt(core.add(variance, epsilon))
+    if scale is not None:
+        a = core.multiply(a, scale)
+    b = core.negative(core.multiply(mean, a))
+    if offset is not None:
+        b = core.add(b, offset)
+    if axis != x.ndim - 1:
+        bshape = _param_shape(x.shape, {axis})
+        a, b = reshape(a, bshape), reshape(b, bshape)
+    return core.add(core.multiply(x, a), b)
+
+
+class FusedLayerNorm(Function):
+    """Layer normalization over the trailing axes of sizes ``param_shape`` (the input seen as
+    ``(rows, size)``), with ``gamma``/``beta`` of ``param_shape``."""
+
+    def __init__(self, param_shape, epsilon):
+        self.gamma_shape, self.epsilon = tuple(param_shape), epsilon
+        self.size = int(np.prod(param_shape))
+
+    def forward(self, x, gamma, beta):
+        xp, self.shape, d = self.xp, x.shape, x.dtype.type(self.size)
+        x2 = x.reshape(-1, self.size)
+        self.average = xp.full(self.size, 1 / self.size, x.dtype)  # row means as one GEMV
+        xhat = x2 - (x2 @ self.average)[:, None]
+        var = xp.einsum("ij,ij->i", xhat, xhat) / d
+        self.inv = (1 / xp.sqrt(var + x.dtype.type(self.epsilon)))[:, None]
+        xhat *= self.inv
+        self.xhat, self.gamma = xhat, gamma.reshape(-1)
+        y = xhat * self.gamma
+        y += beta.reshape(-1)
+        return y.reshape(self.shape)
+
+    def backward(self, gy):
+        xp, xhat = self.xp, self.xhat
+        gy2 = gy.reshape(-1, self.size)
+        ggamma = xp.einsum("ij,ij->j", gy2, xhat).reshape(self.gamma_shape)
+        gbeta = (xp.ones(gy2.shape[0], gy2.dtype) @ gy2).reshape(self.gamma_shape)
+        gx = None
+        if self.needs_grad[0]:
+            gxhat = gy2 * self.gamma
+            gx = xhat * (xp.einsum("ij,ij->i", gxhat, xhat) / gy2.dtype.type(self.size))[:, None]
+            gx += (gxhat @ self.average)[:, None]
+            xp.subtract(gxhat, gx, out=gx)
+            gx *= self.inv
+            gx = gx.reshape(self.shape)
+        return gx, ggamma, gbeta
+
+
+def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, rms_scaling=False):
+    """Layer normalization (Ba et al., 2016) over ``axis``, as Keras's ``ops.layer_normalization``.
+
+    Each example is normalized with its own mean and biased variance over ``axis`` (int or
+    list of ints), then scaled by ``gamma`` and shifted by ``beta``, which have the sizes of the
+    normalized axes. One fused op (see the module docstring).
+
+    With ``rms_scaling=True`` (Keras's deprecated mode, kept for compatibility) the output is
+    ``x * rsqrt(var(x) + epsilon) * gamma``: no centering and no ``beta``, composed from ops.
+
+    Args:
+        x: float Tensor. gamma, beta: Tensors of shape ``[x.shape[a] for a in axis]``, or None.
+        axis: int or list of ints. Defaults to -1. epsilon: float. Defaults to 1e-3.
+
+    Returns:
+        Tensor like ``x``.
+
+    Raises:
+        ValueError: if an axis is out of range or a parameter has the wrong shape.
+    """
+    x = convert_to_tensor(x)
+    axes = _axis_list("layer_normalization", axis, x.ndim)
+    want = tuple(x.shape[a] for a in axes)
+    gamma, beta = _params("layer_normalization", x, gamma, beta, want)
+    if rms_scaling:
+        from kerasrs.ops import reduction
+
+        bshape = _param_shape(x.shape, set(axes))
+        inv = math.rsqrt(core.add(reduction.var(x, axis=tuple(axes), keepdims=True), epsilon))
+        return core.multiply(core.multiply(x, inv), reshape(gamma, bshape))
+    trailing = axes == list(range(x.ndim - len(axes), x.ndim))
+    if not trailing:  # move the normalized axes last, normalize, move them back
+        rest = [i for i in range(x.ndim) if i not in axes]
+        perm = rest + axes
+        y = layer_normalization(transpose(x, perm), gamma, beta,
+                                list(range(len(rest), x.ndim)), epsilon)
+        return transpose(y, list(np.argsort(perm)))
+    return FusedLayerNorm(want, float(epsilon)).apply(x, gamma, beta)

@@ -1,0 +1,110 @@
+"""Adam and AdamW: adaptive first- and second-moment estimates, with bias correction."""
+
+import math
+
+from kerasrs.optimizers import base
+
+
+class Adam(base.Optimizer):
+    """Adam (Kingma & Ba 2015, Algorithm 1, with the "epsilon hat" form of Section 2).
+
+    Update rule for step ``t = iterations + 1``, with slots ``m`` (``momentum``) and ``v``
+    (``velocity``)::
+
+        m = m + (1 - beta_1) * (g - m)
+        v = v + (1 - beta_2) * (g**2 - v)
+        v_hat = max(v_hat, v);  v = v_hat               (amsgrad; Reddi et al. 2018)
+        alpha = lr * sqrt(1 - beta_2**t) / (1 - beta_1**t)
+        w = w - alpha * m / (sqrt(v) + epsilon)
+
+    The bias-correction factor ``alpha`` is computed in float64 on the host, then used as a
+    Python float, so float32 variables stay float32 with no float64 temporaries. Each step makes
+    no new full-size arrays (one reusable scratch buffer, ``out=`` everywhere). A backend that
+    offers a fused kernel ``adam_update(w, g, m, v, alpha, beta_1, beta_2, epsilon)`` (updating
+    ``w``, ``m``, ``v`` in place by the rule above) gets it used instead, except with amsgrad.
+
+    Args:
+        learning_rate: float, schedule or callable. Defaults to 0.001.
+        beta_1: float, decay of the first-moment average. Defaults to 0.9.
+        beta_2: float, decay of the second-moment average. Defaults to 0.999.
+        epsilon: float added to ``sqrt(v)``. Defaults to 1e-7 (Keras's default).
+        amsgrad: bool, use the running maximum of ``v``. Defaults to False.
+        **kwargs: base `Optimizer` arguments.
+
+    Slots per variable: ``momentum``, ``velocity`` (interleaved per variable, as Keras 3
+    saves them), then ``velocity_hat`` for every variable when ``amsgrad``.
+    """
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 amsgrad=False, name=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
+        self.epsilon, self.amsgrad = float(epsilon), bool(amsgrad)
+
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+        self._momentums, self._velocities = self.add_optimizer_variables(
+            variables, ["momentum", "velocity"])
+        self._velocity_hats = self.add_optimizer_variables(variables, "velocity_hat") \
+            if self.amsgrad else []
+
+    def update_step(self, gradient, variable, learning_rate):
+        xp, i = variable.backend.xp, self._slot_index(variable)
+        t = float(self._iterations.data) + 1.0
+        alpha = learning_rate * math.sqrt(1.0 - self.beta_2 ** t) / (1.0 - self.beta_1 ** t)
+        m, v = self._momentums[i].data, self._velocities[i].data
+        fused = getattr(variable.backend, "adam_update", None)
+        if fused is not None and not self.amsgrad:
+            fused(variable.data, gradient, m, v, alpha, self.beta_1, self.beta_2, self.epsilon)
+            return
+        tmp = self._scratch(variable)
+        xp.subtract(gradient, m, out=tmp)                  # m += (1 - b1) * (g - m)
+        tmp *= 1.0 - self.beta_1
+        m += tmp
+        xp.multiply(gradient, gradient, out=tmp)           # v += (1 - b2) * (g^2 - v)
+        tmp -= v
+        tmp *= 1.0 - self.beta_2
+        v += tmp
+        if self.amsgrad:
+            v_hat = self._velocity_hats[i].data
+            xp.maximum(v_hat, v, out=v_hat)
+            v = v_hat
+        xp.sqrt(v, out=tmp)                                # w -= alpha * m / (sqrt(v) + eps)
+        tmp += self.epsilon
+        xp.divide(m, tmp, out=tmp)
+        tmp *= alpha
+        variable.data -= tmp
+
+    def get_config(self):
+        return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,
+                "epsilon": self.epsilon, "amsgrad": self.amsgrad}
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter 2019, "Decoupled Weight Decay
+    Regularization", Algorithm 2).
+
+    Before each Adam step every variable (except those passed to
+    `exclude_from_weight_decay`) shrinks by ``w = w - w * weight_decay * lr``; the decay is not
+    part of the gradient, so it is not rescaled by Adam's ``1 / sqrt(v)``. Keras 3 scales it by
+    the learning rate (not by the paper's separate schedule multiplier), and so does kerasrs.
+
+    Args:
+        learning_rate: float, schedule or callable. Defaults to 0.001.
+        weight_decay: float. Defaults to 0.004.
+        beta_1, beta_2, epsilon, amsgrad: as `Adam`.
+        **kwargs: base `Optimizer` arguments.
+
+    Raises:
+        ValueError: if ``weight_decay`` is None.
+    """
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-7, amsgrad=False, name=None, **kwargs):
+        if weight_decay is None:
+            raise ValueError("AdamW: weight_decay must be a float. Received: weight_decay=None")
+        super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,
+                         epsilon=epsilon, amsgrad=amsgrad, weight_decay=weight_decay, name=name,
+                         **kwargs)

@@ -1,0 +1,65 @@
+"""Stochastic gradient descent with optional (Nesterov) momentum."""
+
+from kerasrs.optimizers import base
+
+
+class SGD(base.Optimizer):
+    """Gradient descent, optionally with momentum (Polyak 1964) or Nesterov momentum.
+
+    Update rule (Keras 3's formula), with ``g`` the gradient and ``v`` the ``momentum`` slot::
+
+        momentum == 0:  w = w - lr * g
+        momentum > 0:   v = momentum * v - lr * g
+                        w = w + v                          (classic)
+                        w = w + momentum * v - lr * g      (nesterov=True; Sutskever et al. 2013)
+
+    Args:
+        learning_rate: float, schedule or callable. Defaults to 0.01.
+        momentum: float in [0, 1]. Defaults to 0.0 (no slot variables are made).
+        nesterov: bool. Defaults to False.
+        **kwargs: base `Optimizer` arguments (weight_decay, clipnorm, clipvalue,
+            global_clipnorm, loss_scale_factor, name).
+
+    Raises:
+        ValueError: if ``momentum`` is outside [0, 1].
+
+    Example:
+        >>> w = kerasrs.Variable([1.0])
+        >>> SGD(0.1).apply([np.array([2.0], "float32")], [w])
+        >>> w.numpy()
+        array([0.8], dtype=float32)
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        if isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"{self.name}: momentum must be a float in [0, 1]. Received: "
+                             f"momentum={momentum!r}")
+        self.momentum, self.nesterov = float(momentum), bool(nesterov)
+
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+        self.momentums = self.add_optimizer_variables(variables, "momentum") \
+            if self.momentum else []
+
+    def update_step(self, gradient, variable, learning_rate):
+        w, step = variable.data, self._scratch(variable)
+        xp = variable.backend.xp
+        xp.multiply(gradient, learning_rate, out=step)             # lr * g
+        if not self.momentum:
+            w -= step
+            return
+        v = self.momentums[self._slot_index(variable)].data
+        v *= self.momentum
+        v -= step
+        if self.nesterov:
+            w -= step
+            xp.multiply(v, self.momentum, out=step)
+            w += step
+        else:
+            w += v
+
+    def get_config(self):
+        return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}

@@ -1,0 +1,85 @@
+"""Atomic file writes: write to a temporary file in the target's folder, then rename into place.
+
+A crash, an exception or a full disk in the middle of a save therefore never leaves a
+half-written file under the target name: the previous file (if any) stays intact until
+``os.replace`` swaps the finished file in, which POSIX and Windows both do atomically within
+one file system. The temporary file lives in the same folder so that the rename never crosses
+file systems.
+"""
+
+import contextlib
+import os
+import tempfile
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def check_target(filepath, overwrite=True, who="save"):
+    """Raise a clear error if ``filepath`` cannot be written; returns its absolute path.
+
+    Raises:
+        FileNotFoundError: if the folder does not exist.
+        IsADirectoryError: if ``filepath`` is an existing folder.
+        FileExistsError: if the file exists and ``overwrite`` is False.
+    """
+    filepath = os.fspath(filepath)
+    folder = os.path.dirname(os.path.abspath(filepath))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{who}: the folder {folder!r} does not exist; create it first "
+                                f"(os.makedirs). Received: filepath={filepath!r}")
+    if os.path.isdir(filepath):
+        raise IsADirectoryError(f"{who}: the path is an existing folder, not a file name. "
+                                f"Received: filepath={filepath!r}")
+    if not overwrite and os.path.exists(filepath):
+        raise FileExistsError(f"{who}: the file exists and overwrite=False. Pass overwrite=True "
+                              f"to replace it. Received: filepath={filepath!r}")
+    return os.path.abspath(filepath)
+
+
+@contextlib.contextmanager
+def atomic_write(filepath, overwrite=True, who="save"):
+    """Yield a temporary path next to ``filepath``; on success rename it to ``filepath``.
+
+    The caller writes the whole file to the yielded path. If the ``with`` body raises, the
+    temporary file is deleted and ``filepath`` is left exactly as it was. The finished file is
+    flushed to disk (``fsync``) before the rename and gets the usual permissions (0o666 minus
+    the umask), or the old file's permissions when it replaces one.
+
+    Raises:
+        The errors of `check_target`, and whatever the body raises.
+    """
+    target = check_target(filepath, overwrite, who)
+    folder, name = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        _fsync(tmp)
+        mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else 0o666 & ~_UMASK
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_folder(folder)
+
+
+def _fsync(path):
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _fsync_folder(folder):
+    """Persist the rename itself (best effort: not every platform can open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

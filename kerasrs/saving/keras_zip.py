@@ -1,0 +1,102 @@
+"""The Keras 3 ``.keras`` archive: a zip of metadata.json, config.json and model.weights.h5.
+
+Entries are written in that order and *stored* (no compression), as Keras writes them
+(``tests/fixtures/keras/FORMATS.md`` section 4):
+
+* ``metadata.json``: ``{"keras_version": ..., "date_saved": "%Y-%m-%d@%H:%M:%S"}`` (optional
+  when reading);
+* ``config.json``: the Keras 3 model config plus ``compile_config`` (``{}`` when the model was
+  never compiled);
+* ``model.weights.h5``: the `kerasrs.saving.weights_h5` layout, optimizer state included.
+"""
+
+import datetime
+import io
+import json
+import zipfile
+
+import h5py
+
+from kerasrs.saving import legacy_h5, model_config, weights_h5
+
+WEIGHTS_NAME = "model.weights.h5"
+
+
+def write(model, filepath):
+    """Write ``model`` to ``filepath`` (an open temporary path; see `kerasrs.saving.atomic`)."""
+    import kerasrs
+
+    config = model_config.model_to_config(model)
+    config["compile_config"] = model_config.compile_config(model)
+    metadata = {"keras_version": legacy_h5.KERAS_VERSION, "kerasrs_version": kerasrs.__version__,
+                "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as h5file:
+        weights_h5.write(model, h5file)
+    with zipfile.ZipFile(filepath, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr("metadata.json", json.dumps(metadata))
+        archive.writestr("config.json", json.dumps(config))
+        archive.writestr(WEIGHTS_NAME, buffer.getvalue())
+
+
+def _open(filepath):
+    try:
+        return zipfile.ZipFile(filepath, "r")
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise ValueError(f"load_model: {filepath!r} is not a readable .keras archive: the zip "
+                         f"file is truncated or corrupt ({e}). Received: filepath="
+                         f"{filepath!r}") from e
+
+
+def _read(archive, name, filepath):
+    try:
+        return archive.read(name)
+    except KeyError:
+        return None
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:  # CRC errors, truncation
+        raise ValueError(f"load_model: the entry {name!r} of {filepath!r} cannot be read: the "
+                         f"archive is corrupt ({e}). Received: filepath={filepath!r}") from e
+
+
+def _weights(archive, filepath):
+    data = _read(archive, WEIGHTS_NAME, filepath)
+    if data is None:
+        raise ValueError(f"load_model: {filepath!r} has no {WEIGHTS_NAME} entry, so its "
+                         f"weights are missing. Received: entries {archive.namelist()}")
+    try:
+        return h5py.File(io.BytesIO(data), "r")
+    except OSError as e:
+        raise ValueError(f"load_model: the {WEIGHTS_NAME} inside {filepath!r} is not a "
+                         f"readable HDF5 file ({e}). Received: filepath={filepath!r}") from e
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """Rebuild, compile (when asked and compiled before) and fill a model from a ``.keras`` file.
+
+    Raises:
+        ValueError: for a corrupt archive, a missing ``config.json`` or weights, an unknown
+            class, or weights that do not fit.
+    """
+    with _open(filepath) as archive:
+        raw = _read(archive, "config.json", filepath)
+        if raw is None:
+            raise ValueError(f"load_model: {filepath!r} has no config.json entry, so it is not a "
+                             f".keras model archive. Received: entries {archive.namelist()}")
+        try:
+            config = json.loads(raw.decode("utf8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise ValueError(f"load_model: config.json in {filepath!r} is not valid JSON ({e}). "
+                             f"The file is corrupt. Received: filepath={filepath!r}") from e
+        model = model_config.model_from_config(config, custom_objects, safe_mode, "load_model")
+        compile_config = config.get("compile_config") or {}
+        if compile and compile_config:  # the optimizer is built by the load if it has slots
+            model.compile(**model_config.compile_args(compile_config, custom_objects, safe_mode))
+        with _weights(archive, filepath) as h5file:
+            weights_h5.load(model, h5file, source=repr(filepath))
+    return model
+
+
+def load_weights(model, filepath, skip_mismatch=False):
+    """Load only the weights (and optimizer state) of a ``.keras`` file into ``model``."""
+    with _open(filepath) as archive, _weights(archive, filepath) as h5file:
+        weights_h5.load(model, h5file, skip_mismatch, source=repr(filepath))

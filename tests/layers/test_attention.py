@@ -1,0 +1,348 @@
+"""Attention layers and the fused attention op: NumPy references, Keras's numbers, gradients,
+masks (behaviour case C09: no NaN, float16 too), dropout, configs and bad-input errors."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import kerasrs
+from kerasrs import layers, ops
+from kerasrs.ops import attention as attention_ops
+from kerasrs.testing import check_gradients
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "keras_rnn_attention.npz")
+
+
+@pytest.fixture(autouse=True)
+def fresh_names():
+    kerasrs.utils.clear_session()
+
+
+def masked_softmax(s, mask):
+    """Keras's Softmax layer with a mask: add -1e9 where masked, softmax, zero the masked."""
+    if mask is not None:
+        s = s + np.where(mask, 0.0, -1e9)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return p if mask is None else p * mask
+
+
+def mha_reference(layer, q, v, k, mask):
+    """MultiHeadAttention written out with NumPy einsums on the layer's weights."""
+    wq, bq, wk, bk, wv, bv, wo, bo = [w.numpy().astype(np.float64) for w in layer.weights]
+    qp = np.einsum("btd,dnh->btnh", q, wq) + bq
+    kp = np.einsum("bsd,dnh->bsnh", k, wk) + bk
+    vp = np.einsum("bsd,dnh->bsnh", v, wv) + bv
+    s = np.einsum("btnh,bsnh->bnts", qp / math.sqrt(wq.shape[-1]), kp)
+    p = masked_softmax(s, None if mask is None else mask[:, None])
+    o = np.einsum("bnts,bsnh->btnh", p, vp)
+    return np.einsum("btnh,nho->bto", o, wo) + bo, p
+
+
+RNG = np.random.default_rng(0)
+Q = RNG.normal(size=(2, 5, 6)).astype("float32")
+V = RNG.normal(size=(2, 4, 7)).astype("float32")
+K = RNG.normal(size=(2, 4, 3)).astype("float32")
+MASK = RNG.random((2, 5, 4)) > 0.3
+MASK[0, 1] = False  # a query that may attend to nothing
+
+
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_mha_matches_numpy_reference_fused_and_composed(use_mask):
+    layer = layers.MultiHeadAttention(num_heads=3, key_dim=2, value_dim=4,
+                                      bias_initializer="random_normal")
+    m = MASK if use_mask else None
+    fused = layer(Q, V, key=K, attention_mask=m)
+    composed, scores = layer(Q, V, key=K, attention_mask=m, return_attention_scores=True)
+    want, want_p = mha_reference(layer, Q, V, K, m)
+    np.testing.assert_allclose(fused.numpy(), want, atol=2e-5)
+    np.testing.assert_allclose(composed.numpy(), want, atol=2e-5)
+    np.testing.assert_allclose(scores.numpy(), want_p, atol=2e-6)
+    assert fused.shape == (2, 5, 6) and scores.shape == (2, 3, 5, 4)
+    if use_mask:  # the fully masked query row: weights 0 and output = the output bias
+        assert np.all(scores.numpy()[0, :, 1] == 0)
+        np.testing.assert_allclose(fused.numpy()[0, 1], layer.weights[-1].numpy(), atol=1e-6)
+
+
+def test_mha_weights_follow_keras_layout():
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4, output_shape=5)
+    layer(Q, V, key=K)
+    assert [(w.path, w.shape) for w in layer.weights] == [
+        ("multi_head_attention/query/kernel", (6, 2, 3)),
+        ("multi_head_attention/query/bias", (2, 3)),
+        ("multi_head_attention/key/kernel", (3, 2, 3)), ("multi_head_attention/key/bias", (2, 3)),
+        ("multi_head_attention/value/kernel", (7, 2, 4)),
+        ("multi_head_attention/value/bias", (2, 4)),
+        ("multi_head_attention/attention_output/kernel", (2, 4, 5)),
+        ("multi_head_attention/attention_output/bias", (5,))]
+    # Glorot fans count all contracted and all new axes: limit sqrt(6 / (6 + 2 * 3))
+    assert np.abs(layer.weights[0].numpy()).max() <= math.sqrt(6 / 12) + 1e-6
+
+
+def test_layers_match_keras_reference_numbers():
+    d = np.load(FIXTURE)
+    q, v, k, am = d["q"], d["v"], d["k"], d["attention_mask"]
+
+    def load(layer, case):
+        layer.set_weights([d[f"{case}/w{i}"] for i in range(len(layer.weights))])
+
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4)
+    mha.build(q.shape, v.shape, k.shape)
+    load(mha, "mha")
+    y, s = mha(q, v, key=k, attention_mask=am, return_attention_scores=True)
+    np.testing.assert_allclose(y.numpy(), d["mha/y0"], atol=2e-6)
+    np.testing.assert_allclose(s.numpy(), d["mha/y1"], atol=2e-6)
+    np.testing.assert_allclose(mha(q, v, key=k, attention_mask=am).numpy(), d["mha/y0"],
+                               atol=2e-6)
+    causal = layers.MultiHeadAttention(num_heads=3, key_dim=2, output_shape=5, use_bias=False)
+    causal.build(q.shape, q.shape)
+    load(causal, "mha_causal")
+    np.testing.assert_allclose(causal(q, q, use_causal_mask=True).numpy(), d["mha_causal/y0"],
+                               atol=2e-6)
+    qd, qm, vm = d["qd"], d["query_mask"], d["value_mask"]
+    for case, layer in {"attention_dot_scale": layers.Attention(use_scale=True),
+                        "attention_concat": layers.Attention(score_mode="concat"),
+                        "additive": layers.AdditiveAttention()}.items():
+        layer.build([qd.shape, v.shape])
+        load(layer, case)
+        y, s = layer([qd, v], mask=[qm, vm], return_attention_scores=True)
+        np.testing.assert_allclose(y.numpy(), d[f"{case}/y0"], atol=2e-6, err_msg=case)
+        np.testing.assert_allclose(s.numpy(), d[f"{case}/y1"], atol=2e-6, err_msg=case)
+    att = layers.Attention()
+    np.testing.assert_allclose(att([qd, v, qd[:, :4]], mask=[None, vm],
+                                   use_causal_mask=True).numpy(),
+                               d["attention_causal_key/y0"], atol=2e-6)
+
+
+@pytest.mark.parametrize("with_mask,with_dropout", [(False, False), (True, False), (True, True)])
+def test_fused_attention_op_value_and_gradients(with_mask, with_dropout):
+    rng = np.random.default_rng(1)
+    q, k, v = rng.normal(size=(2, 3, 2, 3)), rng.normal(size=(2, 4, 2, 3)), \
+        rng.normal(size=(2, 4, 2, 5))
+    mask = (rng.random((2, 1, 3, 4)) > 0.4) if with_mask else None
+    if with_mask:
+        mask[1, 0, 2] = False
+    keep = (rng.random((2, 2, 3, 4)) > 0.3) / 0.7 if with_dropout else None
+    s = np.einsum("btnh,bsnh->bnts", q, k) / math.sqrt(3)
+    p = masked_softmax(s, mask) * (1 if keep is None else keep)
+    want = np.einsum("bnts,bsnv->btnv", p, v)
+    got = attention_ops.attention(q, k, v, mask=mask, dropout_keep=keep)
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-12)
+    check_gradients(lambda a, b, c: attention_ops.attention(a, b, c, mask=mask,
+                                                            dropout_keep=keep), [q, k, v])
+
+
+def test_dot_product_attention_keras_op():
+    rng = np.random.default_rng(2)
+    q, k, v = rng.normal(size=(1, 3, 2, 4)), rng.normal(size=(1, 3, 2, 4)), \
+        rng.normal(size=(1, 3, 2, 4))
+    causal = attention_ops.dot_product_attention(q, k, v, is_causal=True)
+    s = np.einsum("btnh,bsnh->bnts", q, k) / 2.0
+    want = np.einsum("bnts,bsnv->btnv", masked_softmax(s, np.tril(np.ones((3, 3), bool))), v)
+    np.testing.assert_allclose(causal.numpy(), want, atol=1e-12)
+    bias = rng.normal(size=(1, 2, 3, 3))
+    with_bias = attention_ops.dot_product_attention(q, k, v, bias=bias, scale=0.3)
+    want = np.einsum("bnts,bsnv->btnv", masked_softmax(s * 2 * 0.3 + bias, None), v)
+    np.testing.assert_allclose(with_bias.numpy(), want, atol=1e-12)
+    check_gradients(lambda a, b: attention_ops.dot_product_attention(q, a, v, bias=b), [k, bias])
+    with pytest.raises(ValueError, match=r"dot_product_attention: the mask must broadcast"):
+        attention_ops.dot_product_attention(q, k, v, mask=np.ones((2, 5), bool))
+
+
+def test_c09_masked_softmax_at_layer_level_float32_and_float16():
+    """C09: scores [1, 2, 3] with the last key masked give [0.268941, 0.731059, 0]."""
+    for dtype, tol in (("float32", 1e-6), ("float16", 1e-3)):
+        layer = layers.Attention(dtype=dtype)
+        q = np.array([[[1.0]]], dtype)
+        k = np.array([[[1.0], [2.0], [3.0]]], dtype)
+        _, w = layer([q, k], mask=[None, np.array([[True, True, False]])],
+                     return_attention_scores=True)
+        assert w.dtype == np.dtype(dtype) and np.isfinite(w.numpy()).all()
+        np.testing.assert_allclose(w.numpy()[0, 0].astype("float64"),
+                                   [0.268941, 0.731059, 0.0], atol=tol)
+    # MultiHeadAttention in float16: a fully masked row gives zeros, not NaN; gradients finite
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=2, dtype="float16")
+    q16, mask = Q.astype("float16"), np.ones((2, 5, 5), bool)
+    mask[:, 0] = False
+    with kerasrs.GradientTape() as tape:
+        out, scores = mha(q16, q16, attention_mask=mask, return_attention_scores=True)
+        fused = mha(q16, q16, attention_mask=mask)
+        loss = ops.sum(ops.add(ops.sum(out), ops.sum(fused)))
+    grads = tape.gradient(loss, mha.trainable_weights)
+    assert np.isfinite(out.numpy()).all() and np.isfinite(fused.numpy()).all()
+    assert np.all(scores.numpy()[:, :, 0] == 0)
+    assert all(np.isfinite(g.numpy()).all() for g in grads)
+    # the fused op in float16 with a fully masked row, against a float64 reference
+    x = np.random.default_rng(3).normal(size=(1, 3, 1, 2))
+    m = np.array([[[[True, False, True], [False, False, False], [True, True, True]]]])
+    got = attention_ops.attention(x.astype("float16"), x.astype("float16"),
+                                  x.astype("float16"), mask=m).numpy()
+    want = attention_ops.attention(x, x, x, mask=m).numpy()
+    assert np.isfinite(got).all() and np.all(got[0, 1] == 0)
+    np.testing.assert_allclose(got, want, atol=2e-3)
+
+
+def test_attention_layer_gradients_float64():
+    for layer in (layers.Attention(use_scale=True, dtype="float64"),
+                  layers.AdditiveAttention(dtype="float64"),
+                  layers.Attention(score_mode="concat", dtype="float64")):
+        q, v = Q[:, :3, :3].astype("float64"), K.astype("float64")
+        vm = np.array([[True, True, False, True], [True, True, True, True]])
+        layer.build([q.shape, v.shape])
+        check_gradients(lambda a, b: layer([a, b], mask=[None, vm]), [q, v])
+
+
+def check_weight_gradients(fn, variables, eps=1e-6, atol=1e-7, per_weight=12, seed=0):
+    """Tape gradients of ``sum(w * fn())`` w.r.t. layer Variables against central differences."""
+    rng = np.random.default_rng(seed)
+    probe = fn().numpy()
+    w = rng.standard_normal(probe.shape)
+    with kerasrs.GradientTape() as tape:
+        loss = ops.sum(ops.multiply(fn(), w))
+    grads = tape.gradient(loss, variables)
+    for var, g in zip(variables, grads):
+        for j in rng.choice(var.data.size, min(per_weight, var.data.size), replace=False):
+            pos = np.unravel_index(j, var.shape)
+            old = float(var.data[pos])
+            var.data[pos] = old + eps
+            up = float((fn().numpy() * w).sum())
+            var.data[pos] = old - eps
+            down = float((fn().numpy() * w).sum())
+            var.data[pos] = old
+            numeric = (up - down) / (2 * eps)
+            assert abs(g.numpy().reshape(-1)[j] - numeric) <= atol + 1e-5 * abs(numeric), \
+                (var.path, j, g.numpy().reshape(-1)[j], numeric)
+
+
+def test_mha_gradients_float64_wrt_inputs_and_weights():
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=2, dtype="float64",
+                                      bias_initializer="random_normal")
+    q, v = Q[:, :3, :4].astype("float64"), V[:, :, :4].astype("float64")
+    mask = MASK[:, :3]
+    layer.build(q.shape, v.shape)
+    check_gradients(lambda q, v: layer(q, v, attention_mask=mask), [q, v], atol=1e-7)
+    check_gradients(lambda q, v: layer(q, v, attention_mask=mask, return_attention_scores=True),
+                    [q, v], atol=1e-7)
+    check_weight_gradients(lambda: layer(q, v, attention_mask=mask), layer.weights)
+    check_weight_gradients(lambda: layer(q, v, attention_mask=mask,
+                                         return_attention_scores=True)[0], layer.weights)
+
+
+def test_dropout_on_attention_weights_only_in_training():
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=4, dropout=0.5, seed=3)
+    a = layer(Q, V).numpy()
+    np.testing.assert_allclose(layer(Q, V, training=False).numpy(), a)
+    t1, t2 = layer(Q, V, training=True).numpy(), layer(Q, V, training=True).numpy()
+    assert not np.allclose(t1, a) and not np.allclose(t1, t2)
+    att = layers.Attention(dropout=0.9, seed=0)
+    _, w = att([Q, Q], return_attention_scores=True, training=True)
+    np.testing.assert_allclose(w.numpy().sum(-1), 1.0, rtol=1e-5)  # returned weights undropped
+
+
+def test_keras_masks_on_inputs_are_used_and_passed_on():
+    ids = np.array([[4, 2, 7, 0, 0], [1, 3, 0, 0, 0]], "int32")
+    x = layers.Embedding(10, 6, mask_zero=True)(ids)
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=3)
+    out, scores = mha(x, x, return_attention_scores=True)
+    keep = ids != 0
+    assert np.all(scores.numpy()[~np.broadcast_to(keep[:, None, None, :], scores.shape)] == 0)
+    np.testing.assert_array_equal(out._keras_mask.numpy(), keep)
+    explicit = mha(x.numpy(), x.numpy(), attention_mask=keep[:, :, None] & keep[:, None, :])
+    np.testing.assert_allclose(out.numpy(), explicit.numpy(), atol=1e-6)
+
+
+def test_bad_inputs_name_the_layer_and_shapes():
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=2, name="mha")
+    mha(Q, V)
+    with pytest.raises(ValueError, match=r"mha: attention_mask must have shape \(batch, "
+                                         r"query_len, key_len\) = \(2, 5, 4\).*\(2, 5, 3\)"):
+        mha(Q, V, attention_mask=np.ones((2, 5, 3), bool))
+    with pytest.raises(ValueError, match=r"mha: the layer was built for query/value/key feature "
+                                         r"sizes \(6, 7, 7\).*query shape \(2, 5, 4\)"):
+        mha(Q[:, :, :4], V)
+    with pytest.raises(ValueError, match=r"mha: query, value and key must have the same batch"):
+        mha(Q, V[:1])
+    with pytest.raises(ValueError, match=r"value and key must have the same shape except"):
+        mha(Q, V, key=V[:, :3])
+    att = layers.Attention(name="att")
+    with pytest.raises(ValueError, match=r"att: the query and key feature sizes must match.*"
+                                         r"query shape \(2, 5, 6\), value shape \(2, 4, 7\)"):
+        att([Q, V])
+    with pytest.raises(ValueError, match=r"att: value_mask must have shape \(2, 4\)"):
+        att([V, V], mask=[None, np.ones((2, 5), bool)])
+    with pytest.raises(ValueError, match=r"att: call the layer on a list"):
+        att(Q)
+    with pytest.raises(ValueError, match="num_heads"):
+        layers.MultiHeadAttention(num_heads=0, key_dim=2)
+
+
+def test_attention_axes_and_rank4_inputs_use_keras_equations():
+    x = RNG.normal(size=(2, 3, 4, 5)).astype("float32")
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=3, attention_axes=(2,))
+    out, scores = layer(x, x, return_attention_scores=True)
+    assert out.shape == (2, 3, 4, 5) and scores.shape == (2, 3, 2, 4, 4)
+    # attention over axis 2 only: each row along axis 1 is attended independently
+    row = layer(x[:, 1:2], x[:, 1:2])
+    np.testing.assert_allclose(row.numpy()[:, 0], out.numpy()[:, 1], atol=1e-5)
+
+
+def test_einsum_dense_equations_and_gemm_fast_path():
+    x = RNG.normal(size=(2, 3, 4)).astype("float32")
+    for eq, shape, bias_axes, kernel_shape, gemm in (
+            ("abc,cde->abde", (None, 2, 5), "de", (4, 2, 5), True),
+            ("...b,bc->...c", 6, "c", (4, 6), True),
+            ("abc,cd->abd", (None, 5), None, (4, 5), True),
+            ("abc,dc->abd", (None, 5), "d", (5, 4), False)):
+        layer = layers.EinsumDense(eq, shape, bias_axes=bias_axes,
+                                   bias_initializer="random_normal")
+        y = layer(x)
+        assert layer.kernel.shape == kernel_shape and layer._gemm is gemm
+        want = np.einsum(eq, x, layer.kernel.numpy())
+        if layer.bias is not None:
+            want = want + layer.bias.numpy()
+        np.testing.assert_allclose(y.numpy(), want, atol=1e-5)
+        assert layer.compute_output_shape((None, 3, 4)) == (None,) + want.shape[1:]
+    layer = layers.EinsumDense("abc,cde->abde", (None, 2, 5), bias_axes="de", dtype="float64")
+    layer.build(x.shape)
+    check_gradients(lambda a: layer(a), [x.astype("float64")])
+
+
+def test_configs_round_trip():
+    from kerasrs.layers import serialization
+
+    for layer in (layers.MultiHeadAttention(4, 8, value_dim=6, dropout=0.1, output_shape=3,
+                                            use_bias=False),
+                  layers.Attention(use_scale=True, score_mode="concat", dropout=0.2),
+                  layers.AdditiveAttention(use_scale=False),
+                  layers.EinsumDense("abc,cd->abd", (None, 5), bias_axes="d",
+                                     activation="relu")):
+        config = serialization.serialize(layer)
+        clone = serialization.deserialize(config)
+        assert type(clone) is type(layer) and clone.get_config() == layer.get_config()
+    assert "score_mode" not in layers.AdditiveAttention().get_config()
+
+
+def test_symbolic_functional_model_with_mha_and_scores():
+    inputs = layers.Input((5, 6))
+    out, scores = layers.MultiHeadAttention(2, 3)(inputs, inputs, return_attention_scores=True)
+    model = kerasrs.Model(inputs, [out, scores])
+    a, b = model(Q)
+    assert a.shape == (2, 5, 6) and b.shape == (2, 2, 5, 5)
+
+
+def test_small_transformer_block_fit_reduces_the_loss():
+    kerasrs.utils.set_random_seed(1)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4, 3)).astype("float32")
+    y = (x[:, :, 0].max(1) > 0.8).astype("int32")
+    inputs = layers.Input((4, 3))
+    h = layers.Dense(8)(inputs)
+    h = layers.LayerNormalization()(layers.Add()([h, layers.MultiHeadAttention(2, 4)(h, h)]))
+    out = layers.Dense(2)(layers.GlobalAveragePooling1D()(h))
+    model = kerasrs.Model(inputs, out)
+    model.compile(optimizer=kerasrs.optimizers.Adam(0.02),
+                  loss=kerasrs.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit(x, y, batch_size=16, epochs=10, verbose=0)
+    assert history.history["loss"][-1] < 0.7 * history.history["loss"][0]

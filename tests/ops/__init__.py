@@ -1,0 +1,1 @@
+"""Op tests: a package, so their module names cannot clash with test files elsewhere."""
