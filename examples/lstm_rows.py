@@ -1,7 +1,7 @@
 """Train an LSTM on Fashion-MNIST images read row by row as sequences.
 
 Usage:
-    python examples/lstm_rows.py                         # LSTM(128), 3 epochs
+    python examples/lstm_rows.py                         # LSTM(128), 6 epochs
     python examples/lstm_rows.py --samples 4096 --epochs 1   # a quick check
     python examples/lstm_rows.py --bidirectional --units 64
 
@@ -9,7 +9,8 @@ Each 28x28 image is a sequence of 28 time steps (its rows) of 28 features (the p
 row). An LSTM reads the sequence and its last output feeds a 10-way softmax. The LSTM runs as
 one fused op per batch (`kerasrs.ops.recurrent.lstm`).
 
-With the defaults (LSTM(128), 3 epochs, Adam 1e-3, batch 128) the test accuracy is about 0.87.
+With the defaults (LSTM(128), 6 epochs, Adam 1e-3, batch 128) the test accuracy was 0.867
+(0.83 after 3 epochs); 6 epochs took about 2 minutes on the 2-core project machine.
 """
 
 import argparse
@@ -35,7 +36,7 @@ def main(argv=None):
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--bidirectional", action="store_true")
     parser.add_argument("--dropout", type=float, default=0.0)
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--samples", type=int, default=None,
                         help="train on the first N training images only (a quick check)")

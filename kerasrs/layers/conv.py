@@ -2,7 +2,7 @@
 pooling and spatial layers share.
 
 The layers only compose `kerasrs.ops.conv` (im2col plus one GEMM per group, see
-``kerasrs/ops/conv.py``), a bias add and the activation; they hold no gradient code. Kernels have
+``kerasrs/ops/convolution.py``), a bias add and the activation; they hold no gradient code. Kernels have
 Keras's layout ``(*kernel_size, in_channels // groups, filters)`` for both data formats, so Keras
 weights load unchanged; ``data_format="channels_first"`` only changes the activations' layout.
 """

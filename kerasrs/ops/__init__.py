@@ -17,8 +17,8 @@ from kerasrs.ops.nn import *  # noqa: F401,F403
 from kerasrs.ops.nn import __all__ as _nn_all
 from kerasrs.ops.reduction import *  # noqa: F401,F403
 from kerasrs.ops.reduction import __all__ as _reduction_all
-from kerasrs.ops.shape import *  # noqa: F401,F403
-from kerasrs.ops.shape import __all__ as _shape_all
+from kerasrs.ops.layout import *  # noqa: F401,F403
+from kerasrs.ops.layout import __all__ as _shape_all
 
 
 def stop_gradient(x):

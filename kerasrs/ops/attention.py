@@ -26,53 +26,121 @@ def large_negative(dtype):
     return -3e4 if np.dtype(dtype) == np.float16 else -1e9
 
 
+_SCRATCH = {}  # (array module, shape, dtype) -> a reusable array for backward temporaries
+
+
+def _scratch(xp, shape, dtype):
+    """A scratch array reused across calls (fresh large arrays cost page faults on first touch).
+    Only for temporaries that do not outlive the call that asks for them."""
+    key = (xp.__name__, tuple(shape), np.dtype(dtype).str)
+    buf = _SCRATCH.get(key)
+    if buf is None:
+        if len(_SCRATCH) > 8:
+            _SCRATCH.clear()
+        buf = _SCRATCH[key] = xp.empty(shape, dtype)
+    return buf
+
+
 class _Attention(Function):
     """``o = dropout(masked_softmax(q k^T * scale)) v`` on ``(batch, seq, heads, dim)`` arrays.
 
+    Inputs are ``q, k, v``, or one packed ``(batch, seq, heads * (2 key_dim + value_dim))``
+    array (``split = (heads, key_dim, value_dim)``: the q, k and v features side by side, as one
+    self-attention projection GEMM makes them); the gradient then comes back packed the same way.
     ``mask`` broadcasts to ``(batch, heads, q_seq, k_seq)`` (booleans, True = attend);
     ``keep`` is None or the dropout multiplier of the weights (0 or ``1 / (1 - rate)``).
+
+    Backward uses ``sum_s dP * P = gy . o`` per query (the output already holds ``P v``), so the
+    softmax gradient needs no reduction over the scores.
     """
 
-    def __init__(self, scale, mask, keep):
-        self.scale, self.mask, self.keep = scale, mask, keep
+    def __init__(self, scale, mask, keep, split=None):
+        self.scale, self.mask, self.keep, self.split = scale, mask, keep, split
 
-    def forward(self, q, k, v):
+    def _unpack(self, x):
+        n, h, hv = self.split
+        b, t, _ = x.shape
+        return (x[..., :n * h].reshape(b, t, n, h), x[..., n * h:2 * n * h].reshape(b, t, n, h),
+                x[..., 2 * n * h:].reshape(b, t, n, hv))
+
+    def forward(self, *xs):
         xp = self.xp
-        self.qh = q.transpose(0, 2, 1, 3)  # (B, N, T, H) views
+        q, k, v = self._unpack(xs[0]) if self.split else xs
+        self.qh = q.transpose(0, 2, 1, 3)  # (B, N, T, H) views, no copies
         self.kh, self.vh = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
-        s = xp.matmul(self.qh, self.kh.transpose(0, 1, 3, 2))
-        s *= self.scale
-        if self.mask is not None:
-            s += xp.where(self.mask, 0.0, large_negative(s.dtype)).astype(s.dtype)
-        s -= s.max(axis=-1, keepdims=True)
-        xp.exp(s, out=s)
-        s /= s.sum(axis=-1, keepdims=True)
+        s = self._scores(xp)
+        if not self._softmax_shifted_by_block_max(xp, s):
+            s = self._scores(xp)
+            s -= s.max(axis=-1, keepdims=True)
+            xp.exp(s, out=s)
+            s /= xp.matmul(s, xp.ones((s.shape[-1], 1), s.dtype))  # row sums as a GEMV
         if self.mask is not None:
             s *= self.mask
         self.p = s
         self.pd = s if self.keep is None else s * self.keep
-        return xp.ascontiguousarray(xp.matmul(self.pd, self.vh).transpose(0, 2, 1, 3))
+        out = xp.empty(q.shape[:3] + v.shape[3:], s.dtype)
+        self.oh = out.transpose(0, 2, 1, 3)
+        xp.matmul(self.pd, self.vh, out=self.oh)
+        return out
+
+    def _scores(self, xp):
+        """``q k^T * scale``, masked entries lowered by `large_negative`: ``(B, N, T, S)``."""
+        s = xp.matmul(self.qh, self.kh.transpose(0, 1, 3, 2))
+        s *= self.scale
+        if self.mask is not None:
+            s += xp.where(self.mask, 0.0, large_negative(s.dtype)).astype(s.dtype)
+        return s
+
+    def _softmax_shifted_by_block_max(self, xp, s):
+        """Softmax over the last axis in place, shifted by each head's (T, S) block maximum:
+        one reduction over a long contiguous axis instead of one per short row. Returns False
+        (``s`` then holds garbage) if some row that is not fully masked underflowed, i.e. lies
+        more than ~69 below its block's maximum; the caller then redoes it with row maxima.
+        Used for float32/float64 only (float16's exp range is too small)."""
+        if s.dtype.itemsize < 4:
+            return False
+        s -= s.reshape(s.shape[:2] + (-1,)).max(axis=-1)[..., None, None]
+        xp.exp(s, out=s)
+        total = xp.matmul(s, xp.ones((s.shape[-1], 1), s.dtype))  # row sums as a GEMV
+        small = total < 1e-30
+        if bool(small.any()):
+            if self.mask is None or bool((small & self.mask.any(axis=-1, keepdims=True)).any()):
+                return False
+            total[small] = 1.0  # fully masked rows: the mask zeroes them afterwards
+        s /= total
+        return True
 
     def backward(self, gy):
         xp = self.xp
+        b, t, n, hv = gy.shape
         gh = gy.transpose(0, 2, 1, 3)
-        gv = xp.matmul(self.pd.transpose(0, 1, 3, 2), gh).transpose(0, 2, 1, 3) \
-            if self.needs_grad[2] else None
-        if not (self.needs_grad[0] or self.needs_grad[1]):
-            return None, None, gv
-        dp = xp.matmul(gh, self.vh.transpose(0, 1, 3, 2))
-        if self.keep is not None:
-            dp *= self.keep
-        if self.mask is not None:
-            dp *= self.mask
-        p = self.p  # masked entries are 0, so they get no gradient
-        ds = dp - (dp * p).sum(axis=-1, keepdims=True)
-        ds *= p
-        ds *= self.scale
-        gq = xp.matmul(ds, self.kh).transpose(0, 2, 1, 3) if self.needs_grad[0] else None
-        gk = xp.matmul(ds.transpose(0, 1, 3, 2), self.qh).transpose(0, 2, 1, 3) \
-            if self.needs_grad[1] else None
-        return gq, gk, gv
+        packed = self.split is not None
+        if packed:
+            g = xp.empty(self.qh.shape[:1] + self.qh.shape[2:3] +
+                         (n * (2 * self.qh.shape[-1] + hv),), gy.dtype)
+            gq, gk, gv = (a.transpose(0, 2, 1, 3) for a in self._unpack(g))
+        else:
+            gq, gk, gv = (xp.empty(a.shape[:1] + a.shape[2:3] + a.shape[1:2] + a.shape[3:],
+                                   gy.dtype).transpose(0, 2, 1, 3) if need else None
+                          for a, need in zip((self.qh, self.kh, self.vh), self.needs_grad))
+        if gv is not None:
+            xp.matmul(self.pd.transpose(0, 1, 3, 2), gh, out=gv)
+        if gq is not None or gk is not None:
+            dp = _scratch(xp, self.p.shape, gy.dtype)
+            xp.matmul(gh, self.vh.transpose(0, 1, 3, 2), out=dp)
+            if self.keep is not None:
+                dp *= self.keep
+            row = xp.matmul(gh * self.oh, xp.ones((hv, 1), gy.dtype))  # sum_s dP P = gy . o
+            dp -= row
+            dp *= self.p  # masked entries of p are 0: they get no gradient
+            dp *= self.scale
+            if gq is not None:
+                xp.matmul(dp, self.kh, out=gq)
+            if gk is not None:
+                xp.matmul(dp.transpose(0, 1, 3, 2), self.qh, out=gk)
+        if packed:
+            return (g,)
+        return tuple(None if a is None else a.transpose(0, 2, 1, 3) for a in (gq, gk, gv))
 
 
 def attention(query, key, value, mask=None, scale=None, dropout_keep=None):
@@ -103,19 +171,51 @@ def attention(query, key, value, mask=None, scale=None, dropout_keep=None):
         raise ValueError("dot_product_attention: query and key must agree in batch, heads and "
                          "head_dim, key and value in batch, seq and heads. Received: shapes "
                          f"query {q.shape}, key {k.shape}, value {v.shape}")
-    scores_shape = (q.shape[0], q.shape[2], q.shape[1], k.shape[1])
-    if mask is not None:
-        mask = q.backend.xp.asarray(core.raw(mask)).astype(bool)
-        try:
-            np.broadcast_shapes(mask.shape, scores_shape)
-        except ValueError:
-            raise ValueError("dot_product_attention: the mask must broadcast to (batch, heads, "
-                             f"q_seq, k_seq) = {scores_shape}. Received: mask shape "
-                             f"{tuple(mask.shape)}") from None
-        if bool(mask.all()):
-            mask = None
+    mask = _check_mask(mask, (q.shape[0], q.shape[2], q.shape[1], k.shape[1]), q.backend)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     return _Attention(scale, mask, dropout_keep).apply(q, k, v)
+
+
+def packed_attention(qkv, num_heads, key_dim, value_dim, mask=None, scale=None,
+                     dropout_keep=None):
+    """`attention` on one packed self-attention projection (one GEMM for q, k and v).
+
+    Args:
+        qkv: Tensor ``(batch, seq, heads * (2 key_dim + value_dim))``: the query, key and value
+            features side by side (each block ordered ``(heads, dim)``).
+        num_heads, key_dim, value_dim: the block sizes.
+        mask, scale, dropout_keep: as `attention`.
+
+    Returns:
+        Tensor ``(batch, seq, heads, value_dim)``.
+
+    Raises:
+        ValueError: if ``qkv`` is not 3-D with ``heads * (2 key_dim + value_dim)`` features, or
+            the mask does not broadcast to ``(batch, heads, seq, seq)``.
+    """
+    x = convert_to_tensor(qkv)
+    width = num_heads * (2 * key_dim + value_dim)
+    if x.ndim != 3 or x.shape[-1] != width:
+        raise ValueError(f"packed_attention: expected (batch, seq, {width}) features. "
+                         f"Received: shape {x.shape}")
+    scores_shape = (x.shape[0], num_heads, x.shape[1], x.shape[1])
+    mask = _check_mask(mask, scores_shape, x.backend)
+    scale = 1.0 / math.sqrt(key_dim) if scale is None else float(scale)
+    return _Attention(scale, mask, dropout_keep, (num_heads, key_dim, value_dim)).apply(x)
+
+
+def _check_mask(mask, scores_shape, be):
+    """The mask as a boolean array broadcastable to the scores (None if absent or all True)."""
+    if mask is None:
+        return None
+    mask = be.xp.asarray(core.raw(mask)).astype(bool)
+    try:
+        np.broadcast_shapes(mask.shape, scores_shape)
+    except ValueError:
+        raise ValueError("dot_product_attention: the mask must broadcast to (batch, heads, "
+                         f"q_seq, k_seq) = {scores_shape}. Received: mask shape "
+                         f"{tuple(mask.shape)}") from None
+    return None if bool(mask.all()) else mask
 
 
 def causal_mask(q_len, k_len, xp=np):

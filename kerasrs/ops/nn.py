@@ -13,9 +13,10 @@ import math
 import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
-from kerasrs.ops import core, shape
+from kerasrs.ops import core
+from kerasrs.ops import layout as shape
 from kerasrs.ops import math as ops_math
-from kerasrs.ops.conv import conv, conv_transpose, depthwise_conv, separable_conv
+from kerasrs.ops.convolution import conv, conv_transpose, depthwise_conv, separable_conv
 from kerasrs.ops.pooling import average_pool, max_pool
 
 EPSILON = 1e-7  # Keras's backend.epsilon(): probabilities are clipped to [EPSILON, 1 - EPSILON]

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from kerasrs.autodiff import Function
-from kerasrs.ops.conv import (
+from kerasrs.ops.convolution import (
     Geometry,
     _channels_last_shape,
     _data_format,

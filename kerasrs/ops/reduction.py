@@ -12,7 +12,7 @@ import numpy as np
 from kerasrs.autodiff import Function, convert_to_tensor
 from kerasrs.backend import floatx, is_float_dtype
 from kerasrs.ops import math as ops_math
-from kerasrs.ops.shape import expand_dims, reshape, squeeze, transpose
+from kerasrs.ops.layout import expand_dims, reshape, squeeze, transpose
 from kerasrs.ops.core import constant
 from kerasrs.ops.math import _axes, _check_axis, _expand_like
 

@@ -346,3 +346,72 @@ def test_small_transformer_block_fit_reduces_the_loss():
                   loss=kerasrs.losses.SparseCategoricalCrossentropy(from_logits=True))
     history = model.fit(x, y, batch_size=16, epochs=10, verbose=0)
     assert history.history["loss"][-1] < 0.7 * history.history["loss"][0]
+
+
+def test_self_attention_packed_projection_matches_separate_projections():
+    layer = layers.MultiHeadAttention(num_heads=2, key_dim=3, value_dim=2, dtype="float64",
+                                      bias_initializer="random_normal")
+    q = Q[:, :4].astype("float64")
+    mask = MASK[:, :4, :4] | np.eye(4, dtype=bool)
+    packed = layer(q, q, attention_mask=mask)  # the same tensor twice: one GEMM for q, k, v
+    separate = layer(q, q.copy(), attention_mask=mask)
+    reference, _ = layer(q, q, attention_mask=mask, return_attention_scores=True)
+    np.testing.assert_allclose(packed.numpy(), separate.numpy(), atol=1e-12)
+    np.testing.assert_allclose(packed.numpy(), reference.numpy(), atol=1e-12)
+    check_gradients(lambda a: layer(a, a, attention_mask=mask), [q], atol=1e-7)
+    xt = kerasrs.convert_to_tensor(q)
+    check_weight_gradients(lambda: layer(xt, xt, attention_mask=mask), layer.weights)
+    keep = (np.random.default_rng(5).random((2, 2, 4, 4)) > 0.5) * 2.0
+    qkv = np.random.default_rng(6).normal(size=(2, 4, 2 * (3 + 3 + 2)))
+    check_gradients(lambda a: attention_ops.packed_attention(a, 2, 3, 2, mask=mask[:, None],
+                                                             dropout_keep=keep), [qkv])
+
+
+def test_fused_softmax_rows_far_below_the_head_maximum_stay_exact():
+    """The fused softmax shifts each head by its block maximum; a row far below it (or a fully
+    masked row) must still come out right, in float32."""
+    k = np.array([[[[1.0]], [[2.0]], [[3.0]]]], "float32")  # (1, 3 keys, 1 head, 1)
+    q = np.array([[[[60.0]], [[-60.0]], [[0.5]]]], "float32")  # scores 60..180 vs -180..-60
+    v = np.eye(3, dtype="float32")[None, :, None, :]
+    want = masked_softmax(np.einsum("btnh,bsnh->bnts", q.astype("float64"), k), None)
+    got = attention_ops.attention(q, k, v, scale=1.0).numpy()[0, :, 0]
+    np.testing.assert_allclose(got, want[0, 0], rtol=1e-5, atol=1e-7)
+    mask = np.array([[[[True, True, True], [False, False, False], [True, False, True]]]])
+    got = attention_ops.attention(q, k, v, scale=1.0, mask=mask).numpy()[0, :, 0]
+    want = masked_softmax(np.einsum("btnh,bsnh->bnts", q.astype("float64"), k), mask)
+    np.testing.assert_allclose(got, want[0, 0], rtol=1e-5, atol=1e-7)
+    assert np.all(got[1] == 0)
+
+
+def test_projection_op_values_gradients_and_errors():
+    from kerasrs.ops import projection
+
+    rng = np.random.default_rng(7)
+    x, k2, b2 = rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 2, 5)), rng.normal(size=(2, 5))
+    got = projection.projection(x, k2, b2)
+    np.testing.assert_allclose(got.numpy(), np.einsum("abc,cde->abde", x, k2) + b2, atol=1e-12)
+    check_gradients(lambda a, k, b: projection.projection(a, k, b), [x, k2, b2])
+    k3 = rng.normal(size=(3, 4, 6))  # two contracted axes, no bias
+    np.testing.assert_allclose(projection.projection(x, k3, n_in=2).numpy(),
+                               np.einsum("abc,bcd->ad", x, k3), atol=1e-12)
+    check_gradients(lambda a, k: projection.projection(a, k, n_in=2), [x, k3])
+    with pytest.raises(ValueError, match=r"projection: the last 1 axes of x must match"):
+        projection.projection(x, k3)
+    with pytest.raises(ValueError, match=r"projection: the bias must have shape \(2, 5\)"):
+        projection.projection(x, k2, np.zeros(5))
+
+
+@pytest.mark.slow
+def test_transformer_example_learns_on_a_subset_of_fashion_mnist():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                        "transformer_classifier.py")
+    spec = importlib.util.spec_from_file_location("transformer_classifier", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    try:
+        accuracy = example.main(["--samples", "4096", "--epochs", "2", "--verbose", "0"])
+    except (OSError, RuntimeError) as e:  # no dataset on this machine
+        pytest.skip(f"Fashion-MNIST unavailable: {e}")
+    assert accuracy > 0.6  # 10 classes: chance is 0.1; about 0.69 here

@@ -168,7 +168,7 @@ def test_fused_op_rejects_bad_shapes_and_activations():
         recurrent.gru(x, np.zeros((4, 6)), np.zeros((2, 6)), np.zeros((6,)))
 
 
-# -- layers ------------------------------------------------------------------------------------------
+# -- layers ----------------------------------------------------------------------------------------
 X = np.random.default_rng(0).normal(size=(2, 5, 3)).astype("float32")
 
 
@@ -450,3 +450,18 @@ def test_layer_gradients_float64_wrt_inputs_and_weights(make):
     layer(x, **kwargs)
     check_gradients(lambda a: layer(a, **kwargs), [x], atol=1e-7)
     check_weight_gradients(lambda: layer(x, **kwargs), layer.weights)
+
+
+@pytest.mark.slow
+def test_lstm_rows_example_learns_on_a_subset_of_fashion_mnist():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "lstm_rows.py")
+    spec = importlib.util.spec_from_file_location("lstm_rows", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    try:
+        accuracy = example.main(["--samples", "4096", "--epochs", "2", "--verbose", "0"])
+    except (OSError, RuntimeError) as e:  # no dataset on this machine
+        pytest.skip(f"Fashion-MNIST unavailable: {e}")
+    assert accuracy > 0.6  # 10 classes: chance is 0.1; about 0.72 here

@@ -75,7 +75,8 @@ class Attention(Layer):
     def _scores(self, q, k):
         """``(B, Tq, Tv)`` scores."""
         if self.score_mode == "dot":
-            scores = ops.matmul(q, ops.transpose(k, tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2)))
+            axes = tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2)
+            scores = ops.matmul(q, ops.transpose(k, axes))
             return scores if self.scale is None else ops.multiply(scores, self.scale)
         s = ops.add(ops.expand_dims(q, -2), ops.expand_dims(k, -3))
         if self.scale is not None:

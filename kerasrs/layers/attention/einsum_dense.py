@@ -13,6 +13,7 @@ import numpy as np
 
 from kerasrs import activations, initializers, ops
 from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.ops import projection as projection_ops
 
 
 def analyze_equation(equation, bias_axes, input_shape, output_shape, who="einsum_dense"):
@@ -149,17 +150,16 @@ class EinsumDense(Layer):
         self.input_spec = InputSpec(ndim=len(input_shape))
 
     def call(self, inputs):
-        if self._gemm:  # (free..., bound...) @ (bound..., new...): one 2-D GEMM
-            n_bound = self._n_bound
-            bound = int(np.prod(self.kernel.shape[:n_bound]))
-            free = inputs.shape[:inputs.ndim - n_bound]
-            kernel = ops.reshape(self.kernel, (bound, -1))
-            y = ops.matmul(ops.reshape(inputs, (-1, bound)), kernel)
-            y = ops.reshape(y, tuple(free) + tuple(self.kernel.shape[n_bound:]))
+        n_bound, bias = self._n_bound, self.bias
+        if self._gemm:  # (free..., bound...) @ (bound..., new...): one 2-D GEMM, bias in place
+            fits = bias is not None and bias.shape == self.kernel.shape[n_bound:]
+            y = projection_ops.projection(inputs, self.kernel, bias if fits else None, n_bound)
+            if fits:
+                bias = None
         else:
             y = ops.einsum(self.equation, inputs, self.kernel)
-        if self.bias is not None:
-            y = ops.add(y, self.bias)
+        if bias is not None:
+            y = ops.add(y, bias)
         return self.activation(y)
 
     def compute_output_shape(self, input_shape):

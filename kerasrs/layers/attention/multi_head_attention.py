@@ -10,6 +10,7 @@ from kerasrs.layers.attention.einsum_dense import EinsumDense
 from kerasrs.layers.base import Layer, _get_regularizer, _serialize_regularizer
 from kerasrs.layers.recurrent.cells import dropout_mask
 from kerasrs.ops import attention as attention_ops
+from kerasrs.ops import projection as projection_ops
 from kerasrs.ops.core import constant, raw
 
 _LETTERS = string.ascii_lowercase
@@ -164,23 +165,40 @@ class MultiHeadAttention(Layer):
         self._check_inputs(query, value, key)
         mask = self._attention_mask(query, value, query_mask, value_mask, key_mask,
                                     attention_mask, use_causal_mask)
-        q = self._query_dense(query)
-        k = self._key_dense(key)
-        v = self._value_dense(value)
-        scale = 1.0 / math.sqrt(float(self.key_dim))
         fused = query.ndim == 3 and self._axes == (1,) and not return_attention_scores
         if fused:
             keep = None
             if training and self.dropout > 0:
-                keep = dropout_mask(self, (q.shape[0], self.num_heads, q.shape[1], k.shape[1]),
-                                    self.dropout, q.dtype, q.backend)
-            out = attention_ops.attention(q, k, v, mask=None if mask is None else mask[:, None],
-                                          scale=scale, dropout_keep=keep)
+                keep = dropout_mask(self, (query.shape[0], self.num_heads, query.shape[1],
+                                           value.shape[1]), self.dropout, query.dtype,
+                                    query.backend)
+            mask = None if mask is None else mask[:, None]
+            if value is query and key is value:  # self-attention: one GEMM for q, k and v
+                out = attention_ops.packed_attention(
+                    self._packed_projection(query), self.num_heads, self.key_dim,
+                    self.value_dim, mask=mask, dropout_keep=keep)
+            else:
+                out = attention_ops.attention(self._query_dense(query), self._key_dense(key),
+                                              self._value_dense(value), mask=mask,
+                                              dropout_keep=keep)
             scores = None
         else:
-            out, scores = self._composed_attention(q, k, v, mask, scale, training)
+            q, k, v = self._query_dense(query), self._key_dense(key), self._value_dense(value)
+            out, scores = self._composed_attention(q, k, v, mask,
+                                                   1.0 / math.sqrt(float(self.key_dim)), training)
         out = self._output_dense(out)
         return (out, scores) if return_attention_scores else out
+
+    def _packed_projection(self, x):
+        """The query, key and value projections of ``x`` as one GEMM: ``(B, T, heads * (2
+        key_dim + value_dim))``, kernels and biases concatenated (Keras's weights unchanged)."""
+        dense = (self._query_dense, self._key_dense, self._value_dense)
+        d = x.shape[-1]
+        kernel = ops.concatenate([ops.reshape(e.kernel, (d, -1)) for e in dense], axis=1)
+        bias = None
+        if self.use_bias:
+            bias = ops.concatenate([ops.reshape(e.bias, (-1,)) for e in dense], axis=0)
+        return projection_ops.projection(x, kernel, bias)
 
     def _check_inputs(self, query, value, key):
         if query.shape[0] != value.shape[0] or value.shape[0] != key.shape[0]:
@@ -241,7 +259,8 @@ class MultiHeadAttention(Layer):
             for _ in range(scores.ndim - mf.ndim):
                 mf = scores.backend.xp.expand_dims(mf, -len(self._axes) * 2 - 1)
             large = attention_ops.large_negative(scores.dtype)
-            scores = ops.add(scores, constant((1.0 - mf) * scores.dtype.type(large), scores.backend))
+            scores = ops.add(scores, constant((1.0 - mf) * scores.dtype.type(large),
+                                              scores.backend))
         norm_axes = tuple(range(scores.ndim - len(self._axes), scores.ndim))
         weights = ops.softmax(scores, axis=norm_axes)
         if mask is not None:

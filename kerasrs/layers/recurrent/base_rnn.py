@@ -169,8 +169,9 @@ class RNN(Layer):
         if training and 0 < cell.recurrent_dropout < 1:
             rmask = cells_module.dropout_mask(cell, (batch, cell.units), cell.recurrent_dropout,
                                               x.dtype, be)
+        want_states = self.return_state or self.stateful
         kwargs = dict(mask=mask, go_backwards=self.go_backwards,
-                      return_sequences=self.return_sequences, return_state=True,
+                      return_sequences=self.return_sequences, return_state=want_states,
                       recurrent_dropout_mask=rmask, zero_output_for_mask=self.zero_output_for_mask,
                       activation=activations.serialize(cell.activation))
         if not isinstance(cell, cells_module.SimpleRNNCell):
@@ -180,7 +181,7 @@ class RNN(Layer):
         init = states if isinstance(cell, cells_module.LSTMCell) else states[0]
         result = _FUSED_CELLS[type(cell)](x, cell.kernel, cell.recurrent_kernel, cell.bias,
                                           initial_state=init, **kwargs)
-        return result[0], list(result[1:])
+        return (result[0], list(result[1:])) if want_states else (result, [])
 
     def _step_call(self, x, states, mask, training):
         """Any cell, called once per step; masked steps carry states and outputs with `where`."""

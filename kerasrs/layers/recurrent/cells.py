@@ -46,7 +46,8 @@ class _ForgetBiasInitializer:
 
     def __call__(self, shape, dtype=None):
         u = self.units
-        parts = [self.base((u,), dtype=dtype), np.ones((u,), dtype), self.base((2 * u,), dtype=dtype)]
+        parts = [self.base((u,), dtype=dtype), np.ones((u,), dtype),
+                 self.base((2 * u,), dtype=dtype)]
         return np.concatenate([np.asarray(p, dtype) for p in parts])
 
 
@@ -63,7 +64,8 @@ class _Cell(Layer):
         kwargs.pop("implementation", None)
         super().__init__(**kwargs)
         if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
-            raise ValueError(f"{self.name}: `units` must be a positive int. Received: units={units!r}")
+            raise ValueError(f"{self.name}: `units` must be a positive int. "
+                             f"Received: units={units!r}")
         self.units = int(units)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)

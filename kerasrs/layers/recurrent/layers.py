@@ -32,8 +32,9 @@ class _CellLayer(RNN):
                                            "zero_output_for_mask") if k in kwargs}
         for k in ("time_major",):
             kwargs.pop(k, None)
-        cell = self.cell_class(units, dtype=base.get("dtype"), trainable=base.get("trainable", True),
-                               name=self.cell_name, **kwargs)
+        cell = self.cell_class(units, dtype=base.get("dtype"),
+                               trainable=base.get("trainable", True), name=self.cell_name,
+                               **kwargs)
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, stateful=stateful, unroll=unroll,
                          activity_regularizer=activity_regularizer, **base)

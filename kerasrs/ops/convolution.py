@@ -19,8 +19,7 @@ Everything works on channels-last arrays; ``data_format="channels_first"`` is a 
 on the way in and on the way out. Groups (``in_channels = groups * kernel.shape[-2]``) are
 inferred from the shapes, as Keras's backends do.
 
-Note: this module's name equals the op ``conv``; ``kerasrs.ops.conv`` is the op (the function),
-and this module is ``sys.modules["kerasrs.ops.conv"]``.
+The module is named ``convolution`` so that ``kerasrs.ops.conv`` can be the op, as in Keras.
 """
 
 import itertools
@@ -30,7 +29,7 @@ import numpy as np
 
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function, Tensor
-from kerasrs.ops import shape as shape_ops
+from kerasrs.ops import layout as shape_ops
 
 
 # -- argument handling -------------------------------------------------------------------------
