@@ -1,7 +1,7 @@
 """Per-op overhead of kerasrs's tape against PyTorch eager, forward + backward.
 
 Two workloads, interleaved in one process (the machine is shared and noisy, so only ratios of
-interleaved runs mean anything; see /work/shared/PERFORMANCE.md):
+interleaved runs mean anything):
 
 * tiny: ``sum(x * w)`` on shape (1,) float32 tensors, then the gradient with respect to ``w``:
   pure framework overhead (two recorded ops and their backward).
@@ -11,7 +11,7 @@ interleaved runs mean anything; see /work/shared/PERFORMANCE.md):
 PyTorch runs only if ``import torch`` works; it is limited to 2 threads, like NumPy's BLAS here.
 
 Usage:
-    PYTHONPATH=. python benchmarks/op_overhead.py [--rounds 7] [--seconds 0.2]
+    .venv/bin/python benchmarks/op_overhead.py [--rounds 7] [--seconds 0.2]
 
 Prints microseconds per iteration (median over rounds, and the range) and kerasrs/torch ratios
 of the medians and of the best rounds (the best round is the least disturbed by other load).

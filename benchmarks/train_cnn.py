@@ -5,7 +5,7 @@ MaxPooling2D - Dropout(0.25) - Flatten - Dense(128, relu) - Dropout(0.5) - Dense
 network in PyTorch (NCHW, logits + CrossEntropyLoss, the same mathematics). Same data, batch
 size and optimizer; both on 2 threads; interleaved in one process (so both run under the same
 malloc settings) and reported as training samples/second and the ratio kerasrs / PyTorch. Run:
-    PYTHONPATH=. /work/refvenv/bin/python benchmarks/train_cnn.py [--samples 7680] [--rounds 3]
+    .venv/bin/python benchmarks/train_cnn.py [--samples 7680] [--rounds 3]
 """
 
 import argparse

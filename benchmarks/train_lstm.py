@@ -4,7 +4,7 @@ kerasrs against PyTorch eager.
 Each Fashion-MNIST image is a sequence of 28 time steps (rows) of 28 features. Same model, data,
 batch size and optimizer; both on 2 threads; interleaved in one process and reported as
 samples/second and the ratio kerasrs / PyTorch (target >= 0.7). Run:
-    PYTHONPATH=. python benchmarks/train_lstm.py [--samples 7680] [--rounds 3]
+    .venv/bin/python benchmarks/train_lstm.py [--samples 7680] [--rounds 3]
 """
 
 import argparse

@@ -2,7 +2,7 @@
 
 Same model, data, batch size and optimizer; both on 2 threads; interleaved in one process and
 reported as samples/second and the ratio kerasrs / PyTorch. Run:
-    python benchmarks/train_mlp.py [--samples 15360] [--rounds 3]
+    .venv/bin/python benchmarks/train_mlp.py [--samples 15360] [--rounds 3]
 """
 
 import argparse

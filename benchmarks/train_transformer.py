@@ -5,7 +5,7 @@ Model: Dense(64) token embedding, multi-head self-attention + residual + LayerNo
 Dense(128, relu) -> Dense(64) + residual + LayerNormalization, GlobalAveragePooling1D,
 Dense(10). Both frameworks on 2 threads, interleaved in one process; reported as samples/second
 and the ratio kerasrs / PyTorch (target >= 0.8). Run:
-    PYTHONPATH=. python benchmarks/train_transformer.py [--samples 7680] [--rounds 3]
+    .venv/bin/python benchmarks/train_transformer.py [--samples 7680] [--rounds 3]
 """
 
 import argparse

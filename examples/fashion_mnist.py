@@ -10,6 +10,7 @@ evaluates on the test set, prints the test accuracy and saves the model.
 """
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -17,16 +18,17 @@ import numpy as np
 import kerasrs
 from kerasrs import layers
 
+VALIDATION_SPLIT = 0.1  # the last 10 % of the training images, as Keras takes it
+
 
 def build_mlp():
-    """784-512-512-10 multilayer perceptron with dropout (the classic Keras mnist_mlp)."""
+    """784-512-512-10 multilayer perceptron (Keras's mnist_mlp without dropout: five epochs are
+    too few for dropout to pay off)."""
     return kerasrs.Sequential([
         layers.Input(shape=(28, 28)),
         layers.Flatten(),
         layers.Dense(512, activation="relu"),
-        layers.Dropout(0.2),
         layers.Dense(512, activation="relu"),
-        layers.Dropout(0.2),
         layers.Dense(10, activation="softmax"),
     ], name="mlp")
 
@@ -73,15 +75,19 @@ def main(argv=None):
 
     model = build_mlp() if args.model == "mlp" else build_cnn()
     model.summary()
-    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    # Adam with the learning rate annealed to 0 over the run (cosine decay, Loshchilov and
+    # Hutter 2017): the last epochs average out minibatch noise instead of bouncing around.
+    steps = args.epochs * math.ceil(len(x_train) * (1 - VALIDATION_SPLIT) / args.batch_size)
+    schedule = kerasrs.optimizers.schedules.CosineDecay(1e-3, decay_steps=steps)
+    model.compile(optimizer=kerasrs.optimizers.Adam(learning_rate=schedule),
+                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     start = time.perf_counter()
     model.fit(x_train, y_train, batch_size=args.batch_size, epochs=args.epochs,
-              validation_split=0.1, verbose=args.verbose)
+              validation_split=VALIDATION_SPLIT, verbose=args.verbose)
     seconds = time.perf_counter() - start
     loss, accuracy = model.evaluate(x_test, y_test, batch_size=512, verbose=0)
     print(f"Trained {args.epochs} epochs in {seconds:.1f} s "
-          f"({args.epochs * len(x_train) * 0.9 / seconds:.0f} samples/s)")
+          f"({args.epochs * len(x_train) * (1 - VALIDATION_SPLIT) / seconds:.0f} samples/s)")
     print(f"Test loss: {loss:.4f}  Test accuracy: {accuracy:.4f}")
     path = args.save or f"fashion_mnist_{args.model}.h5"
     if hasattr(model, "save"):

@@ -124,13 +124,31 @@ class Variable(Tensor):
         self.path = self.name
 
     def assign(self, value):
-        """Overwrite the values in place (the shape and dtype stay). Returns self."""
+        """Overwrite the values in place (the shape and dtype stay). Returns self.
+
+        Raises:
+            TypeError: for a value that is not numeric (a str, None, ...).
+            ValueError: for a value whose shape is neither the variable's nor ``()``.
+        """
         value = getattr(value, "data", value)
-        if tuple(np.shape(value)) not in (self.shape, ()):
+        array = self._numeric("assign", value)
+        if tuple(array.shape) not in (self.shape, ()):
             raise ValueError(f"Variable {self.path!r}: cannot assign a value of shape "
-                             f"{tuple(np.shape(value))} to a variable of shape {self.shape}.")
-        self.data[...] = self.backend.asarray(value, dtype=self.dtype)
+                             f"{tuple(array.shape)} to a variable of shape {self.shape}.")
+        self.data[...] = array
         return self
+
+    def _numeric(self, op, value):
+        """``value`` as an array of this variable's dtype; TypeError if it is not numeric."""
+        try:
+            if value is None or isinstance(value, (str, bytes)):
+                raise TypeError
+            return self.backend.asarray(value, dtype=self.dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"Variable {self.path!r}: {op} needs a numeric value (a number, "
+                            f"array or Tensor of {self.dtype.name} values); "
+                            f"{_describe_non_tensor(value)} is not numeric. Received: "
+                            f"{value!r}") from e
 
     def assign_add(self, delta):
         """Add ``delta`` (this shape, or broadcastable to it) in place. Returns self."""
@@ -143,7 +161,7 @@ class Variable(Tensor):
         return self
 
     def _operand(self, op, value):
-        value = self.backend.asarray(getattr(value, "data", value), dtype=self.dtype)
+        value = self._numeric(op, getattr(value, "data", value))
         try:
             fits = np.broadcast_shapes(value.shape, self.shape) == self.shape
         except ValueError:
@@ -184,6 +202,9 @@ def convert_to_tensor(x, dtype=None):
     if isinstance(x, Tensor):
         return Tensor(x.data.astype(backend_module.standardize_dtype(dtype), copy=False),
                       backend=x.backend)
+    if x is None or isinstance(x, (str, bytes)) or getattr(x, "_kerasrs_symbolic", False):
+        raise TypeError(f"convert_to_tensor: {_describe_non_tensor(x)} is not a tensor; pass a "
+                        f"Tensor, array, nested list of numbers or a number. Received: {x!r}")
     be = backend_module.get() if not hasattr(x, "dtype") or isinstance(x, np.generic) \
         else backend_module.backend_of(x)
     if isinstance(x, np.ndarray) and be.name != backend_module.backend():
@@ -222,14 +243,23 @@ class Function:
         if be is None:
             be = backend_module.get()
         if plain:
-            _convert_plain_inputs(arrays, be)
+            try:
+                _convert_plain_inputs(arrays, be)
+            except _NotATensor as e:
+                return self._not_a_tensor(inputs, e.args[0])
         self.backend = be
         self.xp = be.xp
         try:
             y = self.forward(*arrays)
         except (ValueError, TypeError, IndexError) as e:
             shapes = ", ".join(str(tuple(np.shape(a))) for a in arrays)
-            raise type(e)(f"{self._name()}: {e}. Received: input shapes {shapes}") from e
+            message = f"{self._name()}: {e}. Received: input shapes {shapes}"
+            try:
+                error = type(e)(message)
+            except Exception:  # e.g. NumPy's _UFuncNoLoopError needs other arguments
+                error = next(c for c in (IndexError, TypeError, ValueError) if isinstance(e, c))(
+                    message)
+            raise error from e
         if type(y) is be.array_type:  # the common case: skip Tensor.__init__'s conversions
             out = Tensor.__new__(Tensor)
             out.data, out.backend = y, be
@@ -249,11 +279,38 @@ class Function:
     def _name(self):
         return self.name or type(self).__name__.lower()
 
+    def _not_a_tensor(self, inputs, index):
+        """A symbolic input goes to the symbolic hook (it records an op node for a functional
+        model); a str or None is refused with a TypeError naming the op."""
+        x = inputs[index]
+        if getattr(x, "_kerasrs_symbolic", False) and symbolic_hook[0] is not None:
+            return symbolic_hook[0](self, inputs)
+        raise TypeError(f"{self._name()}: input {index} must be a tensor (a Tensor, array, nested "
+                        f"list of numbers or a number); {_describe_non_tensor(x)} is not a "
+                        f"tensor. Received: {x!r}")
+
+
+def _describe_non_tensor(x):
+    if x is None:
+        return "None"
+    if getattr(x, "_kerasrs_symbolic", False):
+        return "a symbolic tensor (from layers.Input: it has no values; call kerasrs.ops on it " \
+            "directly or wrap the code in a layer)"
+    return f"a {type(x).__name__}"
+
+
+class _NotATensor(Exception):
+    """Raised by `_convert_plain_inputs` with the index of an input that is no array-like."""
+
+
+symbolic_hook = [None]  # kerasrs.layers.op_layer installs fn(function, inputs) -> symbolic output
+
 
 def _convert_plain_inputs(arrays, be):
     """In place: NumPy arrays and lists join backend ``be``; Python scalars stay scalars (NEP 50
     keeps the tensor's dtype), except Python floats next to bfloat16, which ml_dtypes would
-    promote to float32: they become 0-d bfloat16 arrays."""
+    promote to float32: they become 0-d bfloat16 arrays. None, strings and symbolic tensors
+    raise `_NotATensor`."""
     for i, x in enumerate(arrays):
         if isinstance(x, (int, float, bool)):
             if type(x) is float:
@@ -262,6 +319,8 @@ def _convert_plain_inputs(arrays, be):
                 if low is not None:
                     arrays[i] = be.asarray(x, dtype=low)
         elif not be.is_array(x):
+            if x is None or isinstance(x, (str, bytes)) or getattr(x, "_kerasrs_symbolic", 0):
+                raise _NotATensor(i)
             arrays[i] = _to_array(x, be)
 
 

@@ -5,6 +5,7 @@ import random
 import numpy as np
 
 from kerasrs import backend
+from kerasrs.models.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight  # noqa: F401
 
 
 def set_random_seed(seed):

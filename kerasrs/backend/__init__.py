@@ -98,8 +98,17 @@ def set_floatx(dtype):
 
 
 def standardize_dtype(dtype):
-    """A dtype object from a name ("float32", "bfloat16", ...), dtype or None (-> floatx)."""
-    return numpy_dtype(floatx() if dtype is None else dtype)
+    """A dtype object from a name ("float32", "bfloat16", ...), dtype or None (-> floatx).
+
+    Raises:
+        TypeError: for a name or object that is not a dtype, e.g. "float33".
+    """
+    try:
+        return numpy_dtype(floatx() if dtype is None else dtype)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"unknown dtype {dtype!r}: use a dtype name such as 'float32', "
+                        f"'float64', 'float16', 'bfloat16', 'int32', 'int64' or 'bool'. "
+                        f"Received: dtype={dtype!r}") from e
 
 
 def is_float_dtype(dtype):

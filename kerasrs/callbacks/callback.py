@@ -79,6 +79,12 @@ class Callback:
     def on_predict_end(self, logs=None):
         """At the end of ``predict``."""
 
+    def _needs_batch_hooks(self, mode):
+        """Whether this callback needs the batch hooks of ``mode`` ("train", "test",
+        "predict"): by default, whether its class overrides one of them."""
+        return any(getattr(type(self), hook) is not getattr(Callback, hook)
+                   for hook in _BATCH_HOOKS[mode])
+
 
 _HOOKS = [name for name in vars(Callback) if name.startswith("on_")]
 _BATCH_HOOKS = {
@@ -135,8 +141,7 @@ class CallbackList(Callback):
     def wants_batch_hooks(self, mode):
         """Whether any callback overrides a batch hook of ``mode`` ("train", "test", "predict");
         when none does, the loop skips computing per-batch logs."""
-        return any(getattr(type(cb), hook) is not getattr(Callback, hook)
-                   for cb in self.callbacks for hook in _BATCH_HOOKS[mode])
+        return any(cb._needs_batch_hooks(mode) for cb in self.callbacks)
 
     def __iter__(self):
         return iter(self.callbacks)

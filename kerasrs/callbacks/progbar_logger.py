@@ -1,5 +1,6 @@
 """`ProgbarLogger`: the progress display of fit/evaluate/predict, drawn with ``tqdm.auto``
-(a terminal bar, or a widget in Jupyter)."""
+(a terminal bar, or a widget in Jupyter) when the output is interactive, and as one line per
+epoch when it is not (a log file, a pipe, a CI console)."""
 
 import sys
 import time
@@ -20,17 +21,34 @@ def format_logs(logs):
     return " - ".join(parts)
 
 
+def is_interactive(stream):
+    """Whether ``stream`` is shown live: a terminal (``isatty()``) or a Jupyter/IPython kernel's
+    output stream (``ipykernel``'s ``OutStream``, whose ``isatty()`` is False)."""
+    try:
+        if stream.isatty():
+            return True
+    except (AttributeError, ValueError):  # no isatty, or a closed file
+        pass
+    return type(stream).__module__.split(".")[0] == "ipykernel"
+
+
 class ProgbarLogger(Callback):
     """Shows progress according to ``params["verbose"]``.
 
-    * ``verbose=1``: one tqdm bar per epoch (and for ``evaluate``/``predict``) with the step
-      count, the rate, and the running loss and metrics; at the epoch end the bar shows the
-      epoch's values including ``val_*``.
+    * ``verbose=1`` on an interactive output (a terminal or a notebook, see `is_interactive`):
+      one tqdm bar per epoch (and for ``evaluate``/``predict``) with the step count, the rate,
+      and the running loss and metrics; at the epoch end the bar shows the epoch's values
+      including ``val_*``. On any other output (a file, a pipe, a captured stream) a bar would
+      write a line per update, so, as Keras does there, ``verbose=1`` prints only the
+      ``verbose=2`` summary line at the end of each epoch.
     * ``verbose=2``: one line per epoch, ``Epoch 3/10 - 2s - 4ms/step - loss: ... - val_loss:
       ...`` (and one line at the end of ``evaluate``).
     * ``verbose=0``: nothing.
 
     Validation inside ``fit`` draws no bar of its own.
+
+    Args:
+        file: the stream to write to (default: ``sys.stdout`` at the time of writing).
     """
 
     def __init__(self, file=None):
@@ -45,14 +63,26 @@ class ProgbarLogger(Callback):
     def _verbose(self):
         return self.params.get("verbose", 1)
 
+    def _stream(self):
+        return self.file or sys.stdout
+
+    def _uses_bar(self):
+        return self._verbose == 1 and is_interactive(self._stream())
+
+    def _uses_lines(self):
+        return self._verbose == 2 or (self._verbose == 1 and not self._uses_bar())
+
+    def _needs_batch_hooks(self, mode):
+        return self._uses_bar()  # the summary lines need no per-batch logs
+
     def _open(self, desc, total):
         self._close()
         self._start, self._seen = time.perf_counter(), 0
-        if self._verbose == 1:
+        if self._uses_bar():
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, desc=desc, unit="step", leave=True, dynamic_ncols=True,
-                             file=self.file or sys.stdout)
+                             file=self._stream())
 
     def _step(self, logs):
         self._seen += 1
@@ -71,10 +101,10 @@ class ProgbarLogger(Callback):
 
     def _line(self, head, logs):
         seconds = time.perf_counter() - self._start
-        per_step = 1000 * seconds / max(self._seen, 1)
+        per_step = 1000 * seconds / max(self._seen or self.params.get("steps") or 1, 1)
         text = format_logs(logs)
         print(f"{head} - {seconds:.0f}s - {per_step:.0f}ms/step" + (f" - {text}" if text else ""),
-              file=self.file or sys.stdout, flush=True)
+              file=self._stream(), flush=True)
 
     # -- fit ------------------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -88,9 +118,9 @@ class ProgbarLogger(Callback):
         self._step(logs)
 
     def on_epoch_end(self, epoch, logs=None):
-        if self._verbose == 1:
+        if self._bar is not None:
             self._close(logs)
-        elif self._verbose == 2:
+        elif self._uses_lines():
             self._line(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}", logs)
 
     def on_train_end(self, logs=None):
@@ -108,8 +138,9 @@ class ProgbarLogger(Callback):
 
     def on_test_end(self, logs=None):
         if not self._in_fit:
+            had_bar = self._bar is not None
             self._close(logs)
-            if self._verbose == 2:
+            if not had_bar and self._uses_lines():
                 self._line("Evaluate", logs)
 
     def on_predict_begin(self, logs=None):
@@ -119,6 +150,7 @@ class ProgbarLogger(Callback):
         self._step(None)
 
     def on_predict_end(self, logs=None):
+        had_bar = self._bar is not None
         self._close()
-        if self._verbose == 2:
+        if not had_bar and self._uses_lines():
             self._line("Predict", None)

@@ -86,7 +86,8 @@ class Layer:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        _LAYER_CLASSES[cls.__name__] = cls
+        if not getattr(cls, "_op_layer", False):  # op layers (op_layer.py) share Keras op names
+            _LAYER_CLASSES[cls.__name__] = cls
         if "build" in cls.__dict__ and not getattr(cls.__dict__["build"], "_kerasrs_build", 0):
             cls.build = _wrap_build(cls.__dict__["build"])
 
@@ -114,7 +115,7 @@ class Layer:
         if not isinstance(self.name, str) or "/" in self.name:
             raise ValueError(f"{type(self).__name__}: `name` must be a string without '/'. "
                              f"Received: name={self.name!r}")
-        self._dtype = _standardize_dtype_arg(dtype, type(self).__name__)
+        self._dtype = _standardize_dtype_arg(dtype, f"{type(self).__name__} {self.name!r}")
         self._trainable = bool(trainable)
         self.activity_regularizer = _get_regularizer(activity_regularizer)
         self.built = False
@@ -508,7 +509,10 @@ def _standardize_dtype_arg(dtype, who):
     if isinstance(dtype, str) and dtype.startswith("mixed_"):
         raise ValueError(f"{who}: mixed-precision policies are not supported; use a plain dtype. "
                          f"Received: dtype={dtype!r}")
-    return backend_module.standardize_dtype(dtype).name
+    try:
+        return backend_module.standardize_dtype(dtype).name
+    except TypeError as e:
+        raise TypeError(f"{who}: {e}") from e
 
 
 def _get_regularizer(identifier):

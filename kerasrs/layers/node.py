@@ -1,7 +1,8 @@
 """Symbolic tensors and the nodes of a functional graph.
 
 `kerasrs.layers.Input` returns a `SymbolicTensor` (Keras calls it KerasTensor): a shape with
-``None`` for the batch axis and a dtype, but no values. Calling a layer on symbolic tensors
+``None`` for the batch axis and a dtype, but no values. Python operators and `kerasrs.ops`
+functions applied to it record op nodes (see `kerasrs.layers.op_layer`). Calling a layer on symbolic tensors
 builds the layer, works out the output shapes and dtypes, records a `Node` (the layer, the call's
 arguments and its outputs) in ``layer._inbound_nodes`` and returns new symbolic tensors whose
 ``_keras_history`` is ``(layer, node_index, tensor_index)``. A functional `Model` walks these
@@ -22,6 +23,19 @@ from kerasrs import backend as backend_module
 _PROBE_SIZES = (2, 3)
 
 
+def _operator(op_name, reflected=False):
+    """A Python operator method applying ``kerasrs.ops.<op_name>`` symbolically."""
+
+    def method(self, *other):
+        from kerasrs.layers import op_layer
+
+        args = (other[0], self) if reflected else (self,) + other
+        return op_layer.symbolic_op(op_layer.raw_op(op_name), args, {})
+
+    method.__name__ = f"__{'r' if reflected else ''}{op_name}__"
+    return method
+
+
 class SymbolicTensor:
     """A placeholder with a shape and dtype but no values, used to build functional models.
 
@@ -31,7 +45,8 @@ class SymbolicTensor:
         name: optional name (the `InputLayer` name for model inputs).
     """
 
-    __array_ufunc__ = None  # NumPy defers to the operators below, which raise a clear error
+    __array_ufunc__ = None  # NumPy defers: ndarray + symbolic calls SymbolicTensor.__radd__
+    _kerasrs_symbolic = True  # how kerasrs.autodiff and kerasrs.ops recognise it
 
     def __init__(self, shape, dtype=None, name=None):
         self.shape = tuple(None if d is None else int(d) for d in shape)
@@ -44,18 +59,35 @@ class SymbolicTensor:
     def __repr__(self):
         return f"<SymbolicTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
 
-    def _no_ops(self, *args):
-        raise TypeError("A symbolic tensor (from layers.Input) has no values, so Python operators "
-                        "and kerasrs.ops cannot be applied to it. Use a layer instead (e.g. "
-                        "layers.Add, layers.Multiply) or wrap the expression in layers.Lambda. "
-                        f"Received: {self!r}")
+    def _no_values(self, *args):
+        raise TypeError("A symbolic tensor (from layers.Input) has no values, so it cannot be "
+                        "converted to an array, a number or a bool. Apply kerasrs.ops functions, "
+                        f"operators or layers to it, and call the model on data. Received: {self!r}")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_ops
-    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __neg__ = _no_ops
-    __getitem__ = __array__ = __float__ = __int__ = _no_ops
+    __array__ = __float__ = __int__ = __bool__ = __iter__ = _no_values
 
-    def __bool__(self):
-        self._no_ops()
+    # Python operators record kerasrs.ops calls (see kerasrs.layers.op_layer), as in Keras.
+    # __eq__ is not overloaded (Keras keeps identity comparison, so tensors can go in sets).
+    __add__, __radd__ = _operator("add"), _operator("add", True)
+    __sub__, __rsub__ = _operator("subtract"), _operator("subtract", True)
+    __mul__, __rmul__ = _operator("multiply"), _operator("multiply", True)
+    __truediv__, __rtruediv__ = _operator("divide"), _operator("divide", True)
+    __floordiv__, __rfloordiv__ = _operator("floor_divide"), _operator("floor_divide", True)
+    __mod__, __rmod__ = _operator("mod"), _operator("mod", True)
+    __pow__, __rpow__ = _operator("power"), _operator("power", True)
+    __matmul__, __rmatmul__ = _operator("matmul"), _operator("matmul", True)
+    __and__, __rand__ = _operator("logical_and"), _operator("logical_and", True)
+    __or__, __ror__ = _operator("logical_or"), _operator("logical_or", True)
+    __lt__, __le__ = _operator("less"), _operator("less_equal")
+    __gt__, __ge__ = _operator("greater"), _operator("greater_equal")
+    __ne__ = _operator("not_equal")
+    __neg__, __abs__, __invert__ = _operator("negative"), _operator("abs"), \
+        _operator("logical_not")
+    __getitem__ = _operator("getitem")
+    __hash__ = object.__hash__
+
+    def __pos__(self):
+        return self
 
 
 KerasTensor = SymbolicTensor  # Keras's name
@@ -177,7 +209,7 @@ def _probe(layer, args, kwargs, size):
         return autodiff.Tensor(be.xp.zeros(shape, dtype=backend_module.standardize_dtype(t.dtype)),
                                backend=be)
 
-    with autodiff.no_grad():
+    with autodiff.no_grad(), np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
         return layer(*map_structure(zeros, list(args)), training=False,
                      **map_structure(zeros, kwargs))
 

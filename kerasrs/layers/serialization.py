@@ -42,7 +42,13 @@ def lookup(class_name, custom_objects=None):
 
 def deserialize(config, custom_objects=None):
     """A new layer (unbuilt, unless the config has a ``build_config``) from `serialize`'s dict."""
-    cls = lookup(config["class_name"], custom_objects)
+    from kerasrs.layers import op_layer
+
+    if op_layer.is_op_config(config) and not (custom_objects and
+                                               config["class_name"] in custom_objects):
+        cls = op_layer.op_class_from_keras(config["class_name"], config.get("module"))
+    else:
+        cls = lookup(config["class_name"], custom_objects)
     inner = dict(config.get("config") or {})
     if getattr(cls, "_from_config_takes_custom_objects", False):
         layer = cls.from_config(inner, custom_objects=custom_objects)

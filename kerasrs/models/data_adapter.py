@@ -14,10 +14,11 @@ from kerasrs import autodiff
 
 
 def _is_data(x):
-    """A (nested) list of numbers rather than a list of arrays."""
+    """A (nested) list of numbers (or of strings, rejected later by `num_samples` with their
+    dtype) rather than a list of arrays."""
     if isinstance(x, (list, tuple)):
         return len(x) > 0 and all(_is_data(v) for v in x)
-    return isinstance(x, (int, float, bool, np.generic))
+    return isinstance(x, (int, float, bool, str, bytes, np.generic))
 
 
 def _leaf(value):
@@ -47,13 +48,17 @@ def num_samples(method, **named):
     """The common sample count of the named structures.
 
     Raises:
-        ValueError: if an array is 0-d, the counts differ (naming each argument's shapes), or
-            there are no samples.
+        ValueError: if ``x`` is None or holds None, an array holds non-numeric data (strings,
+            objects, dates), an array is 0-d, the counts differ (naming each argument's
+            shapes), or there are no samples.
     """
     counts = {}
     for name, struct in named.items():
+        if name == "x":
+            _check_not_none(method, struct)
         arrays = leaves(struct)
         for a in arrays:
+            _check_numeric(method, name, a)
             if a.ndim == 0:
                 raise ValueError(f"Model.{method}: `{name}` must have a sample axis. Received: "
                                  f"a scalar {name}")
@@ -75,6 +80,72 @@ def num_samples(method, **named):
         raise ValueError(f"Model.{method}: the data have no samples, so there is nothing to "
                          f"do. Received: x with shape(s) {shapes}")
     return n
+
+
+_NON_NUMERIC_KINDS = "USOMmV"  # str, bytes, object, datetime, timedelta, void/records
+
+
+def _check_numeric(method, name, array):
+    dtype = array.dtype
+    if dtype.kind in _NON_NUMERIC_KINDS and not _is_extension_float(dtype):
+        hint = " (a ragged nested list, or a list mixing arrays and other values, also gives " \
+            "dtype object)" if dtype.kind == "O" else ""
+        raise ValueError(f"Model.{method}: `{name}` holds non-numeric data of dtype {dtype.str}"
+                         f"{hint}; a model takes numbers (float or integer arrays). Convert the "
+                         f"data to numbers first, e.g. with a lookup table or one-hot encoding. "
+                         f"Received: {name} with dtype {dtype.str} and shape "
+                         f"{tuple(array.shape)}")
+
+
+def _is_extension_float(dtype):
+    """ml_dtypes' bfloat16 and float8 types have kind "V" but are numbers."""
+    return dtype.kind == "V" and dtype.names is None and dtype.itemsize <= 2
+
+
+def _check_not_none(method, x):
+    if x is None:
+        raise ValueError(f"Model.{method}: `x` is None, and None is not data. Pass the input "
+                         f"array(s). Received: x=None")
+    parts = list(x.values()) if isinstance(x, dict) else x if isinstance(x, list) else []
+    if any(p is None for p in parts):
+        where = [k for k, v in x.items() if v is None] if isinstance(x, dict) else \
+            [i for i, v in enumerate(x) if v is None]
+        raise ValueError(f"Model.{method}: `x` holds None at {where}, and None is not data. "
+                         f"Pass an array for every input. Received: x with None at {where}")
+
+
+def pack_x_y_sample_weight(x, y=None, sample_weight=None):
+    """What a ``train_step``/``test_step``/``predict_step`` receives as ``data`` (Keras 3's
+    ``keras.utils.pack_x_y_sample_weight``): ``x`` alone (``(x,)`` when ``x`` is a list or
+    tuple, so that it is not mistaken for ``(x, y)``), ``(x, y)`` or ``(x, y, sample_weight)``."""
+    if y is None:
+        if not isinstance(x, (list, tuple)):
+            return x
+        return (x,)
+    if sample_weight is None:
+        return (x, y)
+    return (x, y, sample_weight)
+
+
+def unpack_x_y_sample_weight(data):
+    """``(x, y, sample_weight)`` from a step's ``data`` (Keras 3's
+    ``keras.utils.unpack_x_y_sample_weight``); missing parts are None.
+
+    Raises:
+        ValueError: for a tuple or list of more than 3 elements.
+    """
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None
+    if len(data) == 1:
+        return data[0], None, None
+    if len(data) == 2:
+        return data[0], data[1], None
+    if len(data) == 3:
+        return data[0], data[1], data[2]
+    raise ValueError("unpack_x_y_sample_weight: data must be x, (x,), (x, y) or (x, y, "
+                     f"sample_weight). Received: a {type(data).__name__} of {len(data)} elements")
 
 
 def slice_struct(struct, index):

@@ -3,6 +3,8 @@
 import collections
 import warnings
 
+import numpy as np
+
 from kerasrs.callbacks import CallbackList
 from kerasrs.models import data_adapter, trainer
 
@@ -11,8 +13,10 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         shuffle, class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps,
         validation_batch_size, validation_freq):
     """Run ``Model.fit`` (arguments as documented there); returns the `History`."""
+    _check_epochs(epochs, initial_epoch)
     x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
     n = data_adapter.num_samples("fit", x=x, y=y, sample_weight=sample_weight)
+    model._check_input_structure("fit", x)
     batch_size = trainer._check_batch_size(batch_size, "fit")
     val = None
     if validation_data is not None:
@@ -35,6 +39,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
                        verbose=verbose, epochs=epochs, steps=steps)
     model.stop_training = False
     model._train_variables = model._loss_layers = None
+    train_step, custom = model._step_function("train")
     hooks = cbs.wants_batch_hooks("train")
     queue = collections.deque()
     logs = {}
@@ -44,6 +49,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         cbs.on_epoch_begin(epoch)
         if steps_per_epoch is None or not queue:
             queue = collections.deque(data_adapter.batch_indices(n, batch_size, shuffle))
+        step_logs = None
         for step in range(steps):
             if not queue:
                 warnings.warn(f"Model.fit: the data ran out after {step} of {steps} steps in "
@@ -53,12 +59,15 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             index = queue.popleft()
             if hooks:
                 cbs.on_train_batch_begin(step)
-            model.train_step(*(data_adapter.slice_struct(s, index) for s in (x, y, sample_weight)))
+            out = train_step(*(data_adapter.slice_struct(s, index) for s in (x, y, sample_weight)))
+            if custom:
+                step_logs = out
             if hooks:
-                cbs.on_train_batch_end(step, model._logs())
+                cbs.on_train_batch_end(step, step_logs if custom else model.get_metrics_result())
             if model.stop_training:
                 break
-        logs = model._logs()
+        # an overridden train_step's last logs are the epoch's logs (Keras 3 reads them too)
+        logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
         if val is not None and _should_validate(epoch, validation_freq):
             size = trainer._check_batch_size(validation_batch_size or batch_size, "fit")
             batches = data_adapter.batch_indices(n_val, size)[:validation_steps]
@@ -69,6 +78,14 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             break
     cbs.on_train_end(logs)
     return model.history
+
+
+def _check_epochs(epochs, initial_epoch):
+    for name, value in (("epochs", epochs), ("initial_epoch", initial_epoch)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"Model.fit: `{name}` must be an int >= 0 (the index of the "
+                             f"{'last epoch + 1' if name == 'epochs' else 'first epoch'}). "
+                             f"Received: {name}={value!r}")
 
 
 def _should_validate(epoch, validation_freq):

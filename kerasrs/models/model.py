@@ -7,6 +7,10 @@ Three ways to make one, as in Keras:
 * `kerasrs.models.Sequential` for a plain stack of layers;
 * subclassing: define sublayers in ``__init__`` (they are tracked as attributes) and the
   forward pass in ``call(inputs, training=None)``.
+
+A subclass can also be built like a functional model, ``MyModel(inputs, outputs)`` (to override
+``train_step`` of a functional model, say): as Keras 3 does, `Functional` is then put into the
+subclass's bases, so the model is a ``MyModel`` and a `Functional` at once.
 """
 
 import numpy as np
@@ -41,10 +45,16 @@ class Model(trainer.Trainer, Layer):
         return object.__new__(cls)
 
     def __init__(self, *args, **kwargs):
-        if args or "inputs" in kwargs or "outputs" in kwargs:
-            raise TypeError(f"{type(self).__name__}: a subclassed Model takes no inputs/outputs; "
-                            "define call() instead, or use Model(inputs, outputs) directly. "
-                            f"Received: {len(args)} positional arguments")
+        if _functional_init_arguments(args, kwargs):
+            from kerasrs.models.functional import Functional
+
+            _inject_functional_model_class(type(self))
+            Functional.__init__(self, *args, **kwargs)
+            return
+        if args:
+            raise TypeError(f"{type(self).__name__}: a subclassed Model takes keyword arguments "
+                            "(name, trainable, dtype), or (inputs, outputs) to build a "
+                            f"functional model. Received: {len(args)} positional argument(s)")
         Layer.__init__(self, **kwargs)
         trainer.Trainer.__init__(self)
 
@@ -128,10 +138,13 @@ class Model(trainer.Trainer, Layer):
         Raises:
             TypeError: if ``cls(**config)`` fails, saying what to implement.
         """
-        if "input_layers" in config and "output_layers" in config:
-            from kerasrs.models.functional import Functional
+        if "input_layers" in config and "output_layers" in config and \
+                _revivable_as_functional(cls):
+            from kerasrs.models.functional_config import rebuild
 
-            return Functional.from_config(config, custom_objects=custom_objects)
+            inputs, outputs = rebuild(config, custom_objects)
+            return cls(inputs, outputs, name=config.get("name"),
+                       trainable=config.get("trainable", True))
         try:
             return cls(**config)
         except TypeError as e:
@@ -168,6 +181,43 @@ class Model(trainer.Trainer, Layer):
         from kerasrs import saving
 
         return saving.to_json(self, **kwargs)
+
+
+def _functional_init_arguments(args, kwargs):
+    """Keras's test for ``Model(inputs, outputs)``-style arguments."""
+    return len(args) == 2 or (len(args) == 1 and "outputs" in kwargs) or (
+        "inputs" in kwargs and "outputs" in kwargs)
+
+
+def _inject_functional_model_class(cls):
+    """Replace `Model` by `Functional` among the bases of ``cls`` and of its `Model` bases (Keras
+    3's ``inject_functional_model_class``); classes outside the Model hierarchy are left alone.
+    Returns the class to use in place of ``cls``."""
+    from kerasrs.models.functional import Functional
+
+    if cls is Model:
+        return Functional
+    if not isinstance(cls, type) or not issubclass(cls, Model) or issubclass(cls, Functional):
+        return cls
+    bases = tuple(_inject_functional_model_class(base) for base in cls.__bases__)
+    if bases != cls.__bases__:
+        cls.__bases__ = bases
+    return cls
+
+
+def _revivable_as_functional(cls):
+    """Whether ``cls(inputs, outputs, name=..., trainable=...)`` can rebuild a functional config
+    (Keras's rule: `Model`/`Functional`, the functional signature, or ``(*args, **kwargs)``)."""
+    import inspect
+
+    from kerasrs.models.functional import Functional
+
+    if cls in (Model, Functional):
+        return True
+    spec = inspect.getfullargspec(cls.__init__)
+    functional_args = inspect.getfullargspec(Functional.__init__).args[1:]
+    return spec.args[1:] == functional_args or (spec.varargs is not None
+                                                and spec.varkw is not None)
 
 
 def _zeros_like_shape(shape, dtype):

@@ -119,6 +119,23 @@ class Sequential(Model):
             x = layer(x) if training is None else layer(x, training=training)
         return x
 
+    def _check_input_structure(self, method, x):
+        """A Sequential model takes one array: a dict or a list of inputs is an error here,
+        not a confusing one deep in the first layer."""
+        names = [self._layers[0].name] if self._layers and isinstance(
+            self._layers[0], InputLayer) else []
+        if isinstance(x, dict):
+            raise ValueError(f"{self.name}.{method}: `x` is a dict of inputs with keys "
+                             f"{sorted(x)}, but a Sequential model takes a single input array "
+                             f"(its input is named {names}). Pass the array itself, or build a "
+                             f"functional Model with named Inputs. Received: x with keys "
+                             f"{sorted(x)}")
+        if isinstance(x, list) and len(x) != 1:
+            raise ValueError(f"{self.name}.{method}: `x` is a list of {len(x)} arrays, but a "
+                             f"Sequential model takes a single input array (its input is named "
+                             f"{names}). Received: {len(x)} arrays of shapes "
+                             f"{[tuple(getattr(a, 'shape', ())) for a in x]}")
+
     def _convert_inputs(self, inputs):
         if isinstance(inputs, (list, tuple, dict)):
             return super()._convert_inputs(inputs)

@@ -1,8 +1,9 @@
 """`Trainer`: compile, fit, evaluate, predict and the ``*_on_batch`` methods of `Model`.
 
 One training step (`Trainer.train_step`) is one `GradientTape` over the forward pass and the
-loss (compiled losses plus the layers' regularization losses), ``tape.gradient`` with respect to
-the trainable weights, ``optimizer.apply``, then the weight constraints. Numbers follow Keras 3:
+loss (`compute_loss`: compiled losses plus the layers' regularization losses), ``tape.gradient``
+with respect to the trainable weights, ``optimizer.apply``, then the weight constraints. Numbers
+follow Keras 3:
 
 * the reported ``loss`` is the running mean of the per-batch (reduced) losses weighted by batch
   size, computed before each update; a short last batch is a normal, smaller batch;
@@ -10,12 +11,24 @@ the trainable weights, ``optimizer.apply``, then the weight constraints. Numbers
   ``weighted_metrics`` with sample and class weights);
 * ``logs`` at ``on_train_batch_end`` are running values, at ``on_epoch_end`` the epoch's, plus
   ``val_*`` after validation. Log keys are sorted, as Keras sorts them.
+
+Customizing (Keras 3's "Customizing what happens in fit()"): a subclass may override
+``train_step(data)``, ``test_step(data)`` or ``predict_step(data)``. ``data`` is what
+`kerasrs.models.data_adapter.pack_x_y_sample_weight` makes of one batch: ``x`` (or ``(x,)`` for a
+list of inputs) without targets, ``(x, y)``, or ``(x, y, sample_weight)`` (with sample or class
+weights), each leaf a `Tensor`. The dict a train/test step returns (Python numbers or scalar
+Tensors; nested dicts are flattened) becomes the logs: callbacks, the progress bar and the
+`History` see it. Inside a step, `compute_loss` gives the total loss, `compute_metrics` updates
+the compiled metrics and returns `get_metrics_result`, and `metrics` lists the trackers (the
+``loss`` mean first). When neither ``train_step`` nor ``compute_metrics`` is overridden, fit
+runs the same computation without building a logs dict per batch.
 """
 
 import numpy as np
 
 from kerasrs import autodiff
 from kerasrs.callbacks import CallbackList
+from kerasrs.metrics.base import Metric
 from kerasrs.models import compile_utils, data_adapter
 
 
@@ -29,7 +42,9 @@ class Trainer:
         self.stop_training = False
         self.history = None
         self._compiled_loss = self._compiled_metrics = None
+        self._loss_tracker = None
         self._loss_trackers = []
+        self._output_names_cache = None
         self._train_variables = self._loss_layers = None
 
     # -- compile --------------------------------------------------------------------------------
@@ -38,25 +53,39 @@ class Trainer:
                 auto_scale_loss=True):
         """Configure training: the optimizer, the loss(es) and the metrics.
 
+        The argument order is Keras 3's: ``compile(optimizer, loss, loss_weights, metrics,
+        ...)``, so pass ``metrics`` by keyword. Everything is checked here, before any data is
+        seen: unknown loss or metric names, and loss weights that are not numbers, raise now.
+
         Args:
             optimizer: name ("rmsprop", "adam", "sgd", ...) or `kerasrs.optimizers.Optimizer`.
                 Compiling again makes a new optimizer (from a name) and keeps the weights.
             loss: name, `Loss`, function ``(y_true, y_pred) -> per-sample values``, or per
                 output a list or dict (keyed by output name); one loss applies to every output.
-            loss_weights: list or dict of floats weighting each output's loss in the total.
+            loss_weights: a float, or a list or dict of floats weighting each output's loss in
+                the total.
             metrics: list of names ("accuracy", "mae", ...) or `Metric`s, or per output a list
                 of lists or a dict. "accuracy"/"acc" picks the accuracy that fits the loss.
             weighted_metrics: like ``metrics``, but given the sample and class weights.
             run_eagerly, steps_per_execution, jit_compile, auto_scale_loss: accepted for Keras
                 compatibility; kerasrs always runs eagerly, one step at a time.
+
+        Raises:
+            ValueError: for an unknown optimizer, loss or metric (listing the valid names), or
+                ``metrics`` that is not a list, tuple or dict.
+            TypeError: for ``loss_weights`` that are not numbers.
         """
         from kerasrs import optimizers
 
+        compile_utils.check_compile_arguments(loss, loss_weights, metrics, weighted_metrics)
         self.optimizer = optimizers.get(optimizer)
         self.loss = loss
         self._compiled_loss = compile_utils.CompiledLoss(loss, loss_weights)
         self._compiled_metrics = compile_utils.CompiledMetrics(metrics, weighted_metrics)
-        self._loss_trackers = []
+        self._compiled_metrics._owner = self
+        self._loss_tracker = compile_utils.RunningMean("loss")
+        self._loss_trackers = [self._loss_tracker]
+        self._output_names_cache = None
         self._train_variables = self._loss_layers = None
         self.compiled = True
         self.stop_training = False
@@ -84,6 +113,7 @@ class Trainer:
             raise RuntimeError(f"Model.{method}: the model must be compiled first: call "
                                "model.compile(optimizer, loss) before fit/evaluate/train_on_batch.")
 
+    # -- metrics ----------------------------------------------------------------------------------
     @property
     def metrics_names(self):
         """Names of the values evaluate/train_on_batch return, in their order."""
@@ -94,16 +124,41 @@ class Trainer:
 
     @property
     def metrics(self):
-        """The compiled metric objects (after the first batch)."""
-        cm = self._compiled_metrics
-        return list(cm.metrics) if cm is not None and cm.built else []
+        """The model's metric trackers, in Keras 3's order: the ``loss`` mean, the compiled
+        metrics (one container named ``compile_metrics``, as in Keras, whose ``update_state(y,
+        y_pred, sample_weight)`` updates them all and whose ``result()`` is a dict), the
+        per-output loss means of a multi-output model, then any `Metric` assigned as an
+        attribute of the model. ``fit`` and ``evaluate`` reset them all at the start of each
+        epoch; `get_metrics_result` reads them."""
+        out = []
+        if self.compiled:
+            out.append(self._loss_tracker)
+            if self._compiled_metrics.has_metrics:
+                out.append(self._compiled_metrics)
+            out.extend(self._loss_trackers[1:])
+        seen = {id(m) for m in out}
+        for value in vars(self).values():
+            if isinstance(value, Metric) and id(value) not in seen:
+                seen.add(id(value))
+                out.append(value)
+        return out
+
+    def get_metrics_result(self):
+        """``{name: value}`` for every tracker in `metrics` (Python floats, keys sorted; the
+        compiled metrics' dict is merged in)."""
+        logs = {}
+        for metric in self.metrics:
+            result = metric.result()
+            if isinstance(result, dict):
+                logs.update(result)
+            else:
+                logs[metric.name] = result
+        return pythonify_logs(logs)
 
     def reset_metrics(self):
-        """Reset the loss means and every compiled metric."""
-        for tracker in self._loss_trackers:
-            tracker.reset_state()
-        if self._compiled_metrics is not None and self._compiled_metrics.built:
-            self._compiled_metrics.reset_state()
+        """Reset every tracker in `metrics`."""
+        for metric in self.metrics:
+            metric.reset_state()
 
     # -- one batch ------------------------------------------------------------------------------
     def _output_names(self, y_pred):
@@ -122,23 +177,33 @@ class Trainer:
         y_flat = data_adapter.flatten_targets(y, names)
         p_flat = autodiff._flatten(y_pred)
         self._compiled_metrics.build(names, y_flat, p_flat, self._compiled_loss.losses)
-        self._loss_trackers = [compile_utils.RunningMean("loss")]
+        self._loss_trackers = [self._loss_tracker]
         if len(names) > 1:
             self._loss_trackers += [compile_utils.RunningMean(f"{n}_loss") for n, loss in
                                     zip(names, self._compiled_loss.losses) if loss is not None]
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """The total loss Tensor: the compiled losses plus the layers' `losses`.
+        """The total loss, a scalar `Tensor`: the compiled losses (weighted by ``loss_weights``)
+        plus the layers' `losses` (regularization and ``add_loss`` terms). As in Keras, it
+        also folds each output's loss into the per-output loss means of a multi-output model;
+        ``x`` and ``training`` are not used by this default.
 
-        Also returns the per-output losses as a list. Raises ValueError if there is nothing to
-        minimize (no compiled loss and no layer losses).
+        Raises:
+            ValueError: if there is nothing to minimize (no compiled loss and no layer losses).
         """
-        if not self._compiled_loss.built:
-            self._build_compiled(y, y_pred, sample_weight)
-        names = self._output_names_cache
-        y_flat = data_adapter.flatten_targets(y, names)
-        sw_flat = data_adapter.flatten_targets(sample_weight, names, "sample_weight")
-        total, parts = self._compiled_loss(y_flat, autodiff._flatten(y_pred), sw_flat)
+        total = None
+        if self._compiled_loss is not None:
+            if not self._compiled_loss.built:
+                self._build_compiled(y, y_pred, sample_weight)
+            names = self._output_names_cache
+            y_flat = data_adapter.flatten_targets(y, names)
+            sw_flat = data_adapter.flatten_targets(sample_weight, names, "sample_weight")
+            total, parts = self._compiled_loss(y_flat, autodiff._flatten(y_pred), sw_flat)
+            if len(self._loss_trackers) > 1:
+                n = _batch_size(x if x is not None else y_pred)
+                for tracker, part in zip(self._loss_trackers[1:],
+                                         [p for p in parts if p is not None]):
+                    tracker.add(float(part.data), n)
         if self._loss_layers is None:  # cached like the trainable variables, per fit
             self._loss_layers = self._flatten_layers()
         extra = self._collect_losses(self._loss_layers)
@@ -150,51 +215,115 @@ class Trainer:
         if total is None:
             raise ValueError(f"{self.name}: there is no loss to minimize. Pass `loss` to "
                              "compile() (or add layer losses). Received: loss=None")
-        return total, parts
+        return total
 
-    def _record(self, total, parts, batch_size, y, y_pred, sample_weight):
-        """Fold one batch into the loss means and the metrics."""
-        self._loss_trackers[0].update_state(float(total.data), batch_size)
-        for tracker, part in zip(self._loss_trackers[1:], [p for p in parts if p is not None]):
-            tracker.update_state(float(part.data), batch_size)
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Update the compiled metrics with this batch and return `get_metrics_result` (the
+        loss mean is not updated here: the step does that). ``x`` is not used by this
+        default."""
+        self._update_compiled_metrics(y, y_pred, sample_weight)
+        return self.get_metrics_result()
+
+    def _update_compiled_metrics(self, y, y_pred, sample_weight):
+        cm = self._compiled_metrics
+        if cm is None or not cm.has_metrics:
+            return
+        if not cm.built:
+            self._build_compiled(y, y_pred, sample_weight)
         names = self._output_names_cache
-        self._compiled_metrics.update_state(
-            data_adapter.flatten_targets(y, names), autodiff._flatten(y_pred),
-            data_adapter.flatten_targets(sample_weight, names, "sample_weight"))
+        cm.update_flat(data_adapter.flatten_targets(y, names), autodiff._flatten(y_pred),
+                       data_adapter.flatten_targets(sample_weight, names, "sample_weight"))
 
-    def train_step(self, x, y=None, sample_weight=None):
-        """One optimizer step on one batch (see the module docstring). Updates the metrics."""
+    def _forward_backward(self, x, y, sample_weight):
+        """Forward pass, loss, gradients and one optimizer step; folds the loss into the loss
+        mean. Returns the predictions."""
+        optimizer = self.optimizer
         with autodiff.GradientTape() as tape:
             y_pred = self(x, training=True)
-            total, parts = self.compute_loss(x, y, y_pred, sample_weight)
+            loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
+            scaled = loss if optimizer is None or optimizer.loss_scale_factor is None else \
+                optimizer.scale_loss(loss)
+        self._loss_tracker.add(_scalar(loss, "compute_loss"), _batch_size(x))
         variables = self._train_variables
         if variables is None:
             variables = self._train_variables = self.trainable_weights
         if variables:
-            grads = tape.gradient(total, variables)
-            self.optimizer.apply(grads, variables)
+            grads = tape.gradient(scaled, variables)
+            optimizer.apply(grads, variables)
             for v in variables:
                 if getattr(v, "constraint", None) is not None:
                     v.assign(autodiff.convert_to_tensor(v.constraint(v)).data)
-        self._record(total, parts, _batch_size(x), y, y_pred, sample_weight)
+        return y_pred
 
-    def test_step(self, x, y=None, sample_weight=None):
-        """Forward pass and loss on one batch in inference mode; updates the metrics."""
+    def train_step(self, data):
+        """One optimizer step on one batch; returns the logs (Keras 3's signature).
+
+        Args:
+            data: ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)`` (see
+                `kerasrs.models.data_adapter.unpack_x_y_sample_weight`).
+
+        Returns:
+            `compute_metrics`'s dict: the running ``loss`` and metrics of the epoch so far.
+        """
+        x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+        y_pred = self._forward_backward(x, y, sample_weight)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _train_batch(self, x, y, sample_weight):
+        """`train_step` without building the logs (fit's path when nothing is overridden)."""
+        y_pred = self._forward_backward(x, y, sample_weight)
+        self._update_compiled_metrics(y, y_pred, sample_weight)
+
+    def _test_batch(self, x, y, sample_weight):
         with autodiff.no_grad():
             y_pred = self(x, training=False)
-            total, parts = self.compute_loss(x, y, y_pred, sample_weight, training=False)
-        self._record(total, parts, _batch_size(x), y, y_pred, sample_weight)
+            loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
+        self._loss_tracker.add(_scalar(loss, "compute_loss"), _batch_size(x))
+        self._update_compiled_metrics(y, y_pred, sample_weight)
 
-    def _logs(self):
-        logs = {t.name: t.result() for t in self._loss_trackers}
-        if self._compiled_metrics.built:
-            logs.update(self._compiled_metrics.results())
-        return dict(sorted(logs.items()))
+    def test_step(self, data):
+        """Forward pass and loss on one batch in inference mode; returns the logs (Keras 3's
+        signature, ``data`` as in `train_step`)."""
+        x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+        with autodiff.no_grad():
+            y_pred = self(x, training=False)
+            loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
+        self._loss_tracker.add(_scalar(loss, "compute_loss"), _batch_size(x))
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def predict_step(self, data):
+        """The model's outputs for one batch (``data`` as in `train_step`; targets ignored)."""
+        x, _, _ = data_adapter.unpack_x_y_sample_weight(data)
+        return self(x, training=False)
+
+    def _step_function(self, mode):
+        """``(step(x, y, sample_weight), custom)``. When ``{mode}_step`` and
+        ``compute_metrics`` are the defaults, ``step`` is the internal path that returns None
+        (logs are read with `get_metrics_result` only when needed); otherwise it packs the
+        batch into ``data``, calls the (overridden) step and returns its logs."""
+        cls = type(self)
+        name = f"{mode}_step"
+        if getattr(cls, name) is getattr(Trainer, name) and \
+                cls.compute_metrics is Trainer.compute_metrics:
+            return (self._train_batch if mode == "train" else self._test_batch), False
+        user_step = getattr(self, name)
+
+        def step(x, y, sample_weight):
+            data = data_adapter.pack_x_y_sample_weight(
+                *(_to_tensors(v) for v in (x, y, sample_weight)))
+            if mode == "train":
+                return pythonify_logs(user_step(data))
+            with autodiff.no_grad():
+                return pythonify_logs(user_step(data))
+
+        return step, True
 
     def _ordered(self, logs, return_dict):
         if return_dict:
             return logs
-        values = [logs[name] for name in self.metrics_names if name in logs]
+        names = self.metrics_names
+        values = [logs[name] for name in names if name in logs]
+        values += [logs[key] for key in sorted(logs) if key not in names]
         return values[0] if len(values) == 1 else values
 
     # -- fit ------------------------------------------------------------------------------------
@@ -208,7 +337,9 @@ class Trainer:
             x, y: arrays, or lists/dicts of arrays for several inputs/outputs.
             batch_size: samples per step (default 32); the last batch may be smaller.
             epochs: index of the last epoch (training runs ``initial_epoch .. epochs - 1``).
-            verbose: "auto" or 1 (a tqdm bar per epoch), 2 (a line per epoch), 0 (silent).
+            verbose: "auto" or 1 (a tqdm bar per epoch on a terminal or in a notebook; on any
+                other output, such as a log file, one line per epoch as with 2), 2 (a line per
+                epoch), 0 (silent).
             callbacks: list of `Callback`s.
             validation_split: fraction of the data, taken from the end before shuffling, used
                 only for validation. Ignored when ``validation_data`` is given.
@@ -228,7 +359,8 @@ class Trainer:
 
         Raises:
             RuntimeError: if the model is not compiled.
-            ValueError: for data of different lengths, no samples, or bad arguments.
+            ValueError: for data of different lengths, no samples, None or non-numeric data,
+                ``epochs`` that is not an int >= 0, or other bad arguments.
         """
         from kerasrs.models import fit_loop
 
@@ -250,6 +382,7 @@ class Trainer:
         self._require_compiled("evaluate")
         x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
         n = data_adapter.num_samples("evaluate", x=x, y=y, sample_weight=sample_weight)
+        self._check_input_structure("evaluate", x)
         batch_size = _check_batch_size(batch_size, "evaluate")
         batches = data_adapter.batch_indices(n, batch_size)[:steps]
         verbose = _verbose(verbose)
@@ -261,15 +394,20 @@ class Trainer:
 
     def _evaluate_batches(self, x, y, sample_weight, batches, callbacks):
         self.reset_metrics()
+        test_step, custom = self._step_function("test")
         callbacks.on_test_begin()
         hooks = callbacks.wants_batch_hooks("test")
+        logs = None
         for step, index in enumerate(batches):
             if hooks:
                 callbacks.on_test_batch_begin(step)
-            self.test_step(*(data_adapter.slice_struct(s, index) for s in (x, y, sample_weight)))
+            out = test_step(*(data_adapter.slice_struct(s, index) for s in (x, y, sample_weight)))
+            if custom:
+                logs = out
             if hooks:
-                callbacks.on_test_batch_end(step, self._logs())
-        logs = self._logs()
+                callbacks.on_test_batch_end(step, logs if custom else self.get_metrics_result())
+        if logs is None:
+            logs = self.get_metrics_result()
         callbacks.on_test_end(logs)
         return logs
 
@@ -284,6 +422,7 @@ class Trainer:
         """
         x = data_adapter.standardize(x)
         n = data_adapter.num_samples("predict", x=x)
+        self._check_input_structure("predict", x)
         batches = data_adapter.batch_indices(n, _check_batch_size(batch_size, "predict"))[:steps]
         verbose = _verbose(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
@@ -311,28 +450,81 @@ class Trainer:
         self._require_compiled("train_on_batch")
         x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
         data_adapter.num_samples("train_on_batch", x=x, y=y, sample_weight=sample_weight)
+        self._check_input_structure("train_on_batch", x)
         if class_weight is not None:
             sample_weight = _with_class_weight(y, sample_weight, class_weight)
         self._train_variables = self._loss_layers = None
         self.reset_metrics()
-        self.train_step(x, y, sample_weight)
-        return self._ordered(self._logs(), return_dict)
+        train_step, custom = self._step_function("train")
+        logs = train_step(x, y, sample_weight)
+        return self._ordered(logs if custom else self.get_metrics_result(), return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         """Loss and metrics on this batch (inference mode), as `evaluate` returns them."""
         self._require_compiled("test_on_batch")
         x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
         data_adapter.num_samples("test_on_batch", x=x, y=y, sample_weight=sample_weight)
+        self._check_input_structure("test_on_batch", x)
         self.reset_metrics()
         self._loss_layers = None
-        self.test_step(x, y, sample_weight)
-        return self._ordered(self._logs(), return_dict)
+        test_step, custom = self._step_function("test")
+        logs = test_step(x, y, sample_weight)
+        return self._ordered(logs if custom else self.get_metrics_result(), return_dict)
 
     def predict_on_batch(self, x):
-        """The outputs for one batch as NumPy arrays (inference mode, no gradients)."""
+        """The outputs for one batch as NumPy arrays (inference mode, no gradients); an
+        overridden `predict_step` is called with ``data`` as `train_step` gets it."""
         with autodiff.no_grad():
-            out = self(x, training=False)
-        return autodiff._pack(out, iter([np.asarray(o.numpy()) for o in autodiff._flatten(out)]))
+            if type(self).predict_step is Trainer.predict_step:
+                out = self(x, training=False)
+            else:
+                out = self.predict_step(data_adapter.pack_x_y_sample_weight(_to_tensors(x)))
+        return autodiff._pack(out, iter([np.asarray(autodiff.convert_to_tensor(o).numpy())
+                                         for o in autodiff._flatten(out)]))
+
+    def _check_input_structure(self, method, x):
+        """Hook: raise if ``x``'s structure cannot fit the model (`Sequential` checks dicts)."""
+
+
+def pythonify_logs(logs):
+    """Keras's ``pythonify_logs``: keys sorted, nested dicts flattened into the top level,
+    scalar values (Tensors, arrays, NumPy numbers) turned into Python floats."""
+    out = {}
+    for key, value in sorted((logs or {}).items()):
+        if isinstance(value, dict):
+            out.update(pythonify_logs(value))
+            continue
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            if isinstance(value, autodiff.Tensor):
+                value = value.numpy()
+        out[key] = value
+    return out
+
+
+def _to_tensors(struct):
+    """Every array leaf of ``struct`` as a `Tensor` on the current backend (None stays)."""
+    if struct is None:
+        return None
+    if isinstance(struct, dict):
+        return {k: _to_tensors(v) for k, v in struct.items()}
+    if isinstance(struct, (list, tuple)):
+        return type(struct)(_to_tensors(v) for v in struct)
+    return autodiff.convert_to_tensor(struct)
+
+
+def _scalar(value, what):
+    """A loss value as a Python float (for the loss mean).
+
+    Raises:
+        ValueError: if ``value`` is not a single number.
+    """
+    raw = getattr(value, "data", value)
+    if getattr(raw, "size", 1) != 1:
+        raise ValueError(f"Model: `{what}` must return a scalar loss. Received: a value of "
+                         f"shape {tuple(raw.shape)}")
+    return float(raw)
 
 
 def _batch_size(x):

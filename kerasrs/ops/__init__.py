@@ -38,3 +38,129 @@ def convert_to_numpy(x):
 
 __all__ = sorted(set(_core_all + _math_all + _nn_all + _shape_all + _creation_all +
                      _reduction_all + ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
+
+
+# -- symbolic dispatch -------------------------------------------------------------------------
+# Each public op above is wrapped once so that a call with a symbolic tensor among its arguments
+# (a functional-model input, see kerasrs.layers.node) records an op node instead of computing.
+# The eager path pays one plain Python call (the wrapper has the op's exact signature, so no
+# *args/**kwargs packing): it runs the op and, only if the op raises, looks at the arguments.
+# ``_dispatch.handler`` is installed by kerasrs.layers.op_layer (ops may not import layers): it
+# answers ``wants(args, kwargs)`` and records the node with ``call(fn, args, kwargs)``. The
+# wrapper also turns a str or None given as a required tensor argument into a clear TypeError.
+import functools as _functools
+import inspect as _inspect
+
+_TENSOR_PARAMS = frozenset({"x", "x1", "x2", "xs", "a", "b", "inputs", "logits", "target",
+                            "output", "condition", "indices", "y", "kernel", "arr"})
+_NOT_DISPATCHED = frozenset({"convert_to_numpy"})  # no node can stand for a host array
+_RERAISE = object()
+
+
+class _dispatch:
+    handler = None  # set by kerasrs.layers.op_layer
+
+
+def _fallback(fn, error, args, kwargs, tensor_params):
+    """After ``fn(*args, **kwargs)`` raised ``error``: the symbolic result, a clearer error, or
+    `_RERAISE` (the wrapper then re-raises ``error`` unchanged)."""
+    handler = _dispatch.handler
+    if handler is not None and handler.wants(args, kwargs):
+        return handler.call(fn, args, kwargs)
+    for i, param in tensor_params:
+        value = args[i] if i < len(args) else kwargs.get(param, 0)
+        if value is None or isinstance(value, (str, bytes)):
+            what = "None" if value is None else f"a {type(value).__name__}"
+            raise TypeError(f"{fn.__name__}: `{param}` must be a tensor (a Tensor, array, nested "
+                            f"list of numbers or a number); {what} is not a tensor. Received: "
+                            f"{param}={value!r}") from error
+    return _RERAISE
+
+
+def _symbolic_aware(fn):
+    """``fn`` wrapped as described above, with ``fn``'s own signature (see `_fallback`).
+
+    The symbolic path sees the call canonically: positional parameters up to the last one that
+    differs from its default as positional arguments, keyword-only ones that differ as keywords.
+    """
+    sig = _inspect.signature(fn)
+    space = {"_fn": fn, "_fallback": _fallback, "_RERAISE": _RERAISE, "_empty": sig.empty}
+    params, call, positional, keywords, defaults = [], [], [], [], []
+    tensor_params, star, slash = [], False, False
+    for i, p in enumerate(sig.parameters.values()):
+        default = ""
+        if p.default is not p.empty:
+            space[f"_d_{p.name}"] = p.default
+            default = f"=_d_{p.name}"
+        if p.kind is not p.POSITIONAL_ONLY and slash:
+            params.append("/")
+            slash = False
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            slash = slash or p.kind is p.POSITIONAL_ONLY
+            params.append(p.name + default)
+            call.append(p.name)
+            positional.append(p.name)
+            defaults.append(f"_d_{p.name}" if default else "_empty")
+            if p.name in _TENSOR_PARAMS and not default:
+                tensor_params.append((i, p.name))
+        elif p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            call.append(f"*{p.name}")
+            star = p.name
+        elif p.kind is p.KEYWORD_ONLY:
+            if not star:
+                params.append("*")
+                star = True
+            params.append(p.name + default)
+            call.append(f"{p.name}={p.name}")
+            keywords.append((p.name, f"_d_{p.name}" if default else "_empty"))
+        else:
+            params.append(f"**{p.name}")
+            call.append(f"**{p.name}")
+            keywords.append((f"**{p.name}", None))
+    if slash:
+        params.append("/")
+    space["_tensor_params"] = tuple(tensor_params)
+    pos = f"({', '.join(positional)},)" if positional else "()"
+    if isinstance(star, str):
+        pos = f"{pos} + tuple({star})"
+    else:  # drop trailing arguments equal to their defaults
+        pos = f"_trim({pos}, ({', '.join(defaults)},))" if positional else pos
+        space["_trim"] = _trim
+    kw = ", ".join(f"**({{}} if {n} is {d} else {{{n!r}: {n}}})" if d else n
+                   for n, d in keywords)
+    source = (f"def {fn.__name__}({', '.join(params)}):\n"
+              f"    try:\n"
+              f"        return _fn({', '.join(call)})\n"
+              f"    except Exception as _error:\n"
+              f"        _out = _fallback(_fn, _error, {pos}, {{{kw}}}, _tensor_params)\n"
+              f"        if _out is _RERAISE:\n"
+              f"            raise\n"
+              f"        return _out\n")
+    exec(compile(source, f"<kerasrs.ops.{fn.__name__} symbolic-aware wrapper>", "exec"), space)
+    op = _functools.update_wrapper(space[fn.__name__], fn)
+    op._kerasrs_op = fn
+    return op
+
+
+def _trim(values, defaults):
+    n = len(values)
+    while n and defaults[n - 1] is not _inspect.Parameter.empty and values[n - 1] is defaults[n - 1]:
+        n -= 1
+    return values[:n]
+
+
+def _install_symbolic_dispatch():
+    wrapped = {}
+    for _name in __all__:
+        _fn = globals()[_name]
+        if _name not in _NOT_DISPATCHED and _inspect.isfunction(_fn):
+            wrapped[id(_fn)] = globals()[_name] = wrapped.get(id(_fn)) or _symbolic_aware(_fn)
+    for _name in nn.__all__:  # kerasrs.ops.nn.<name> too (activations call them)
+        _fn = getattr(nn, _name)
+        if id(_fn) in wrapped:
+            setattr(nn, _name, wrapped[id(_fn)])
+    return {w.__code__ for w in wrapped.values()}
+
+
+_WRAPPER_CODES = frozenset(_install_symbolic_dispatch())  # how op_layer spots nested op calls

@@ -525,7 +525,7 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
 
     Raises:
         ValueError: if ``output`` is 0-d, the shapes do not fit, or a label is outside
-            ``[0, classes)``.
+            ``[0, classes)`` or is NaN or infinite ("labels contain NaN").
     """
     op = "sparse_categorical_crossentropy"
     target = convert_to_tensor(target)
@@ -545,10 +545,17 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
         output = shape.transpose(output, perm)
     classes = output.shape[-1]
     labels = target.data if target.backend is output.backend else target.numpy()
-    labels = output.backend.asarray(labels).astype("int64", copy=False)  # on output's device
-    if labels.size and (int(labels.min()) < 0 or int(labels.max()) >= classes):
-        raise ValueError(f"{op}: labels must be in [0, {classes}). Received: labels from "
-                         f"{int(labels.min())} to {int(labels.max())}")
+    labels = output.backend.asarray(labels)  # on output's device
+    if labels.size:
+        low, high = float(labels.min()), float(labels.max())  # a NaN propagates into both
+        if not (math.isfinite(low) and math.isfinite(high)):
+            bad = "NaN" if math.isnan(low) or math.isnan(high) else "infinity"
+            raise ValueError(f"{op}: labels contain {bad}; class ids must be finite integers in "
+                             f"[0, {classes}). Received: labels from {low} to {high}")
+        if int(low) < 0 or int(high) >= classes:
+            raise ValueError(f"{op}: labels must be in [0, {classes}). Received: labels from "
+                             f"{int(low)} to {int(high)}")
+    labels = labels.astype("int64", copy=False)
     if from_logits:
         return SparseSoftmaxCrossEntropy(labels).apply(output)
     log_p = ops_math.log(_probabilities(output, -1))

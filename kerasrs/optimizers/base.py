@@ -46,7 +46,8 @@ class Optimizer:
 
     Raises:
         ValueError: for more than one clipping option, a non-positive clip value, an unknown
-            keyword, or a learning rate that is not a number, schedule or callable.
+            keyword, or a learning rate that is not a number, schedule or callable, or is a
+            negative, NaN or infinite number.
         NotImplementedError: for ``use_ema=True`` or ``gradient_accumulation_steps``.
     """
 
@@ -150,16 +151,31 @@ class Optimizer:
     # -- learning rate -------------------------------------------------------------------------
     @property
     def learning_rate(self):
-        """The learning rate the next update will use, as a Python float.
+        """The learning rate, as Keras 3 exposes it.
 
-        Set it to a number (assigned into the ``learning_rate`` variable), a schedule or a
-        callable. A schedule's rate cannot be overwritten by a number (``TypeError``, as Keras).
+        For a plain rate this is the ``learning_rate`` `Variable` itself (``<name>/learning_rate``,
+        float32, non-trainable): ``float(opt.learning_rate)``, ``opt.learning_rate.numpy()`` and
+        ``opt.learning_rate.assign(0.01)`` work, and the new value is used from the next update.
+        With a schedule (or a callable) it is the rate the next update will use, a 0-d `Tensor`.
+
+        Assigning ``opt.learning_rate = 0.01`` writes into the variable; assigning a schedule or
+        a callable replaces it. A schedule's rate cannot be overwritten by a number
+        (``TypeError``, as Keras).
+
+        Raises:
+            ValueError: for a rate that is not a number, schedule or callable, or a number that
+                is negative, NaN or infinite.
         """
-        return self._current_learning_rate()
+        lr = self._learning_rate
+        if isinstance(lr, autodiff.Variable):
+            return lr
+        return autodiff.Tensor(backend_module.get().asarray(
+            self._current_learning_rate(), dtype=backend_module.floatx()))
 
     @learning_rate.setter
     def learning_rate(self, value):
-        if isinstance(value, schedules_module.LearningRateSchedule) or callable(value):
+        if isinstance(value, schedules_module.LearningRateSchedule) or (
+                callable(value) and not isinstance(value, autodiff.Tensor)):
             if isinstance(self._learning_rate, autodiff.Variable):
                 self._variables.remove(self._learning_rate)
             self._learning_rate = value
@@ -168,6 +184,9 @@ class Optimizer:
             raise ValueError(f"{self.name}: learning_rate must be a float, a "
                              "LearningRateSchedule or a callable. Received: "
                              f"learning_rate={value!r}")
+        if not math.isfinite(float(value)) or float(value) < 0:
+            raise ValueError(f"{self.name}: learning_rate must be a finite number >= 0. "
+                             f"Received: learning_rate={float(value)!r}")
         if isinstance(self._learning_rate, schedules_module.LearningRateSchedule):
             raise TypeError(f"{self.name}: this optimizer was created with a "
                             "LearningRateSchedule, so its learning rate is not settable. "
@@ -186,7 +205,8 @@ class Optimizer:
             return float(lr(self._iterations))
         if isinstance(lr, autodiff.Variable):
             return float(lr.data)
-        return float(getattr(lr(), "data", lr()))
+        value = lr()
+        return float(getattr(value, "data", value))
 
     # -- applying gradients ----------------------------------------------------------------------
     def apply_gradients(self, grads_and_vars):
@@ -365,7 +385,8 @@ class Optimizer:
         """Hook called at the end of ``fit``; a no-op without EMA."""
 
     def __repr__(self):
-        return f"<{type(self).__name__} name={self.name} learning_rate={self.learning_rate:g}>"
+        return (f"<{type(self).__name__} name={self.name} "
+                f"learning_rate={self._current_learning_rate():g}>")
 
 
 def _clip_by_norm(g, clipnorm):

@@ -227,7 +227,7 @@ def _load_legacy_model(h5file, filepath, custom_objects, compile, safe_mode):
                          "'model_weights' group, so its weights are missing. Received: groups "
                          f"{sorted(h5file.keys())}")
     model = model_config.model_from_config(config, custom_objects, safe_mode)
-    legacy_h5.load_weights(model, h5file, where=where)
+    legacy_h5.load_weights(model, h5file, where=where, who="load_model")
     training = legacy_h5.read_json_attr(h5file, "training_config", where) if compile else None
     if training is not None:
         model.compile(**model_config.compile_args(training, custom_objects, safe_mode))

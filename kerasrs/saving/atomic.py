@@ -51,19 +51,46 @@ def atomic_write(filepath, overwrite=True, who="save"):
     """
     target = check_target(filepath, overwrite, who)
     folder, name = os.path.split(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise _user_error(e, who, filepath, f"creating a file in the folder {folder!r} "
+                          "failed") from e
     os.close(fd)
     try:
-        yield tmp
-        _fsync(tmp)
-        mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else 0o666 & ~_UMASK
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        try:
+            yield tmp
+        except OSError as e:
+            if tmp not in str(e):
+                raise
+            raise _user_error(e, who, filepath, "writing the file failed") from e
+        try:
+            _fsync(tmp)
+            mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else \
+                0o666 & ~_UMASK
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except OSError as e:
+            raise _user_error(e, who, filepath, "moving the finished file into place "
+                              "failed") from e
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     _fsync_folder(folder)
+
+
+def _user_error(error, who, filepath, what):
+    """``error`` (an OSError) retold with the user's path instead of the temporary file's."""
+    reason = error.strerror or str(error)
+    message = (f"{who}: cannot write {os.fspath(filepath)!r}: {what} ({reason}); check that the "
+               f"folder exists and is writable and that the disk has room. Received: "
+               f"filepath={os.fspath(filepath)!r}")
+    try:
+        return type(error)(error.errno, message) if error.errno is not None else \
+            type(error)(message)
+    except Exception:  # an OSError subclass with another constructor
+        return OSError(error.errno, message)
 
 
 def _fsync(path):

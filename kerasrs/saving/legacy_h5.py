@@ -150,7 +150,7 @@ def write_model(model, h5file, include_optimizer=True):
 
 
 # -- reading weights ------------------------------------------------------------------------------
-def weights_root(h5file):
+def weights_root(h5file, who="load_weights"):
     """The group holding ``layer_names``: the root of a Keras 2 weights file, else
     ``model_weights``.
 
@@ -161,22 +161,22 @@ def weights_root(h5file):
         return h5file
     if "model_weights" in h5file:
         return h5file["model_weights"]
-    raise ValueError("load_weights: the HDF5 file has no 'model_weights' group and no "
+    raise ValueError(f"{who}: the HDF5 file has no 'model_weights' group and no "
                      "'layer_names' attribute, so it is not a Keras legacy weights file. "
                      f"Received: groups {sorted(h5file.keys())}")
 
 
-def _stored(group, name, where):
+def _stored(group, name, where, who="load_weights"):
     """The datasets named by a layer group's ``weight_names``."""
     layer_group = group.get(name)
     if layer_group is None:
-        raise ValueError(f"load_weights: the file lists layer {name!r} in 'layer_names' but has "
+        raise ValueError(f"{who}: the file lists layer {name!r} in 'layer_names' but has "
                          f"no group for it. Received: {where}")
     names = read_string_list(layer_group, "weight_names")
     arrays = []
     for weight_name in names:
         if weight_name not in layer_group:
-            raise ValueError(f"load_weights: layer {name!r} lists the weight {weight_name!r} in "
+            raise ValueError(f"{who}: layer {name!r} lists the weight {weight_name!r} in "
                              f"'weight_names' but the file has no such dataset. Received: {where}")
         arrays.append(layer_group[weight_name])
     return names, arrays
@@ -197,15 +197,16 @@ def _match_layer(layer, file_name, arrays, index, problems, assignments):
         assignments.append((layer, list(zip(variables, arrays))))
 
 
-def plan_load(model, group, by_name=False, where="the file"):
+def plan_load(model, group, by_name=False, where="the file", who="load_weights"):
     """``(assignments, problems)`` pairing the file's layers with the model's (see module docs).
+    ``who`` names the entry point in errors (``load_weights`` or ``load_model``).
 
     Raises:
         ValueError: for a layer-count mismatch in positional mode (nothing can be paired).
     """
     problems, assignments = [], []
     file_layers = read_string_list(group, "layer_names")
-    stored = {name: _stored(group, name, where) for name in file_layers}
+    stored = {name: _stored(group, name, where, who) for name in file_layers}
     if by_name:
         index = {}
         for layer in model.layers:
@@ -218,7 +219,7 @@ def plan_load(model, group, by_name=False, where="the file"):
         saved = [name for name in file_layers if stored[name][0]]
         if len(saved) != len(model_layers):
             raise ValueError(
-                f"load_weights: layer count mismatch: model {model.name!r} has "
+                f"{who}: layer count mismatch: model {model.name!r} has "
                 f"{len(model_layers)} layers with weights {[x.name for x in model_layers]}, "
                 f"the file has {len(saved)} {saved}. Legacy .h5 weights load by position, so "
                 "nothing was loaded (by_name=True pairs layers by name instead). Received: "
@@ -226,7 +227,7 @@ def plan_load(model, group, by_name=False, where="the file"):
         for k, (layer, name) in enumerate(zip(model_layers, saved)):
             _match_layer(layer, name, stored[name][1], k, problems, assignments)
     if "top_level_model_weights" in group:
-        _, arrays = _stored(group, "top_level_model_weights", where)
+        _, arrays = _stored(group, "top_level_model_weights", where, who)
         own = _top_level_weights(model)
         if len(arrays) != len(own) or any(tuple(a.shape) != v.shape for v, a in zip(own, arrays)):
             problems.append((model, f"the top-level weights of model {model.name!r} do not fit "
@@ -236,8 +237,10 @@ def plan_load(model, group, by_name=False, where="the file"):
     return assignments, problems
 
 
-def load_weights(model, h5file, skip_mismatch=False, by_name=False, where="the file"):
+def load_weights(model, h5file, skip_mismatch=False, by_name=False, where="the file",
+                 who="load_weights"):
     """Load legacy weights (``model_weights`` or a Keras 2 weights-only root) into ``model``.
+    ``who`` is the entry point named in errors and warnings (``load_model`` from there).
 
     Raises:
         ValueError: for a layer-count mismatch, or (without ``skip_mismatch``) any layer that
@@ -245,14 +248,14 @@ def load_weights(model, h5file, skip_mismatch=False, by_name=False, where="the f
     """
     from kerasrs.saving import weights_h5
 
-    assignments, problems = plan_load(model, weights_root(h5file), by_name, where)
+    assignments, problems = plan_load(model, weights_root(h5file, who), by_name, where, who)
     if problems and not skip_mismatch:
-        raise ValueError("load_weights: " + " ".join(msg for _, msg in problems) +
+        raise ValueError(f"{who}: " + " ".join(msg for _, msg in problems) +
                          f" Nothing was loaded (these would have loaded: "
                          f"{[obj.name for obj, _ in assignments]}). Pass skip_mismatch=True to "
                          f"load the other layers and skip these. Received: {where}")
     for _, msg in problems:
-        warnings.warn(f"load_weights: skipped loading {msg} It keeps its current weights.",
+        warnings.warn(f"{who}: skipped loading {msg} It keeps its current weights.",
                       stacklevel=4)
     weights_h5.assign(assignments)
 

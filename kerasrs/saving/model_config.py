@@ -39,7 +39,10 @@ def legacy_model_config(model):
 
 
 def _strip_layer_entries(entry):
-    out = {k: v for k, v in entry.items() if k not in _LAYER_ENTRY_ONLY}
+    """An entry reduced to the legacy keys. Op layers (``x + 1`` in a functional model) keep
+    their ``module``: it is what tells the op ``Add`` from the merging layer ``Add``."""
+    keep = ("module",) if str(entry.get("module") or "").startswith("keras.src.ops") else ()
+    out = {k: v for k, v in entry.items() if k not in _LAYER_ENTRY_ONLY or k in keep}
     inner = out.get("config")
     if isinstance(inner, dict) and isinstance(inner.get("layers"), list):
         out["config"] = {**inner, "layers": [_strip_layer_entries(e) for e in inner["layers"]]}

@@ -363,7 +363,8 @@ def check_layer_classes(config, objects, where="load_model"):
             return
         name = entry["class_name"]
         known = name in objects or name in base._LAYER_CLASSES or name in (
-            "Model", "Functional", "Sequential")
+            "Model", "Functional", "Sequential") or str(entry.get("module") or "").startswith(
+            "keras.src.ops")  # an op layer (kerasrs.layers.op_layer)
         if not known:
             inner = entry.get("config") if isinstance(entry.get("config"), dict) else {}
             raise ValueError(

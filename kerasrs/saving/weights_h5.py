@@ -110,7 +110,8 @@ def _is_saveable(value):
     from kerasrs.layers.base import Layer
     from kerasrs.optimizers import Optimizer
 
-    return isinstance(value, (Layer, Optimizer))
+    # op layers (``x + 1`` in a functional model) have no weights and, as in Keras, no group
+    return isinstance(value, (Layer, Optimizer)) and not getattr(value, "_op_layer", False)
 
 
 def walk(model, include_optimizer=True):

@@ -1,5 +1,7 @@
 """Callback hooks, CallbackList, History and ProgbarLogger."""
 
+import io
+
 import numpy as np
 import pytest
 
@@ -81,7 +83,11 @@ def test_callback_list_checks_types_and_adds_defaults():
     cbs = callbacks.CallbackList(add_history=True, add_progbar=True)
     assert [type(c).__name__ for c in cbs] == ["History", "ProgbarLogger"]
     assert not callbacks.CallbackList([callbacks.History()]).wants_batch_hooks("train")
-    assert callbacks.CallbackList([callbacks.ProgbarLogger()]).wants_batch_hooks("train")
+    tty = io.StringIO()
+    tty.isatty = lambda: True  # a live bar needs the batch logs; a summary line does not
+    assert callbacks.CallbackList([callbacks.ProgbarLogger(file=tty)]).wants_batch_hooks("train")
+    assert not callbacks.CallbackList([callbacks.ProgbarLogger(file=io.StringIO())]) \
+        .wants_batch_hooks("train")
 
 
 def test_default_batch_hooks_call_the_legacy_aliases():

@@ -259,9 +259,9 @@ def test_subclassed_model_with_custom_train_step_uses_compute_loss():
         def call(self, x):
             return self.dense(x)
 
-        def train_step(self, x, y=None, sample_weight=None):
+        def train_step(self, data):
             self.steps += 1
-            return super().train_step(x, y, sample_weight)
+            return super().train_step(data)
 
     model = Custom()
     model.compile("sgd", "mse")

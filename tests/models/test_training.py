@@ -303,13 +303,27 @@ def test_verbose_two_prints_one_line_per_epoch(capsys):
     assert " - loss: " in lines[0] and " - mae: " in lines[0] and " - val_loss: " in lines[0]
 
 
-def test_verbose_one_draws_a_tqdm_bar_per_epoch(capsys):
+def test_verbose_one_draws_a_tqdm_bar_per_epoch(capsys, monkeypatch):
+    import io
+    import sys
+
+    class TTY(io.StringIO):
+        def isatty(self):
+            return True
+
     x, y = _regression_data(16)
     model = kerasrs.Sequential([layers.Input((3,)), layers.Dense(1)])
     model.compile("sgd", "mse")
-    model.fit(x, y, epochs=2, batch_size=8, verbose=1)
-    out = capsys.readouterr().out
+    tty = TTY()
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stdout", tty)
+        model.fit(x, y, epochs=2, batch_size=8, verbose=1)
+    out = tty.getvalue()
     assert "Epoch 1/2" in out and "Epoch 2/2" in out and "2/2" in out and "loss: " in out
+    assert "\r" in out
+    model.fit(x, y, epochs=2, batch_size=8, verbose=1)  # captured: not a terminal
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[1].startswith("Epoch 2/2 - ") and "loss: " in lines[1]
     model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     assert capsys.readouterr().out == ""
 

@@ -128,6 +128,7 @@ class MultiHeadAttention(Layer):
     def build(self, query_shape, value_shape, key_shape=None):
         key_shape = value_shape if key_shape is None else key_shape
         query_shape, value_shape, key_shape = map(tuple, (query_shape, value_shape, key_shape))
+        self._check_ranks(query_shape, value_shape, key_shape)
         if value_shape[1:-1] != key_shape[1:-1]:
             raise ValueError(f"{self.name}: value and key must have the same shape except the "
                              f"last axis. Received: value_shape={value_shape}, "
@@ -200,7 +201,16 @@ class MultiHeadAttention(Layer):
             bias = ops.concatenate([ops.reshape(e.bias, (-1,)) for e in dense], axis=0)
         return projection_ops.projection(x, kernel, bias)
 
+    def _check_ranks(self, query_shape, value_shape, key_shape):
+        if min(len(query_shape), len(value_shape), len(key_shape)) < 3:
+            raise ValueError(f"{self.name}: MultiHeadAttention expects query, value and key of "
+                             "rank >= 3, (batch, seq, features); add a sequence axis (e.g. "
+                             "x[:, None, :]) for single vectors. Received: query shape "
+                             f"{tuple(query_shape)}, value shape {tuple(value_shape)}, key shape "
+                             f"{tuple(key_shape)}")
+
     def _check_inputs(self, query, value, key):
+        self._check_ranks(query.shape, value.shape, key.shape)
         if query.shape[0] != value.shape[0] or value.shape[0] != key.shape[0]:
             raise ValueError(f"{self.name}: query, value and key must have the same batch size. "
                              f"Received: query shape {query.shape}, value shape {value.shape}, "

@@ -81,6 +81,10 @@ class RNN(Layer):
         if isinstance(self.cell, Layer) and not self.cell.built:
             self.cell.build((sequences_shape[0],) + sequences_shape[2:])
             self.cell.built = True
+        if sequences_shape[-1] is not None:  # later calls must bring the same feature count
+            spec = self.input_spec
+            self.input_spec = InputSpec(ndim=getattr(spec, "ndim", None), min_ndim=3,
+                                        axes={-1: sequences_shape[-1]})
         if self.stateful:
             if sequences_shape[0] is None:
                 raise ValueError(f"{self.name}: a stateful RNN needs a fixed batch size (give "
