@@ -12,7 +12,7 @@ from kerasrs import layers, ops
 from kerasrs.saving import atomic
 
 
-# -- 1. a layer built for 3 features, called on 4 -----------------------------------------------------
+# -- 1. a layer built for 3 features, called on 4 -------------------------------------------------
 @pytest.mark.parametrize("make,shape", [
     (lambda: layers.LSTM(3), (2, 5, None)),
     (lambda: layers.GRU(3), (2, 5, None)),
@@ -42,7 +42,7 @@ def test_an_rnn_built_symbolically_checks_features_on_data():
         lstm(np.ones((1, 7, 5), "float32"))
 
 
-# -- 2. MultiHeadAttention on rank-2 inputs ---------------------------------------------------------------
+# -- 2. MultiHeadAttention on rank-2 inputs -------------------------------------------------------
 def test_multi_head_attention_asks_for_rank_3_inputs():
     with pytest.raises(ValueError, match=r"rank >= 3, \(batch, seq, features\).*query shape "
                                          r"\(3, 4\), value shape \(3, 4\)"):
@@ -53,7 +53,7 @@ def test_multi_head_attention_asks_for_rank_3_inputs():
         mha(np.ones((3, 4)), np.ones((3, 4)))
 
 
-# -- 3. dtypes and Variable.assign --------------------------------------------------------------------------
+# -- 3. dtypes and Variable.assign ----------------------------------------------------------------
 def test_an_unknown_dtype_names_the_layer_and_the_dtype():
     with pytest.raises(TypeError, match=r"unknown dtype 'float33'"):
         kerasrs.backend.standardize_dtype("float33")
@@ -76,7 +76,7 @@ def test_assigning_a_non_numeric_value_names_the_variable(method, value, what):
     np.testing.assert_array_equal(v.assign([1, 2, 3]).numpy(), [1.0, 2.0, 3.0])
 
 
-# -- 4. a str or None where an op needs a tensor (see also tests/layers/test_symbolic_ops.py) ---------
+# -- 4. a str or None where an op needs a tensor (see also tests/layers/test_symbolic_ops.py) -----
 @pytest.mark.parametrize("call,match", [
     (lambda: ops.softmax("abc"), r"^softmax: `x` must be a tensor.*a str is not a tensor"),
     (lambda: ops.exp(None), r"^exp: `x` must be a tensor.*None is not a tensor"),
@@ -88,7 +88,7 @@ def test_ops_refuse_strings_and_none_clearly(call, match):
         call()
 
 
-# -- 5. saving where no file can be created -----------------------------------------------------------------
+# -- 5. saving where no file can be created -------------------------------------------------------
 def _model():
     return kerasrs.Sequential([layers.Input((3,)), layers.Dense(2)])
 
@@ -126,7 +126,7 @@ def test_an_os_error_while_writing_names_the_target(tmp_path):
     assert os.listdir(tmp_path) == []  # no temporary file left behind
 
 
-# -- 6. load_model names itself ---------------------------------------------------------------------------
+# -- 6. load_model names itself -------------------------------------------------------------------
 def test_a_missing_layer_group_names_the_entry_point(tmp_path):
     model = kerasrs.Sequential([layers.Input((3,)), layers.Dense(2, name="a"),
                                 layers.Dense(1, name="b")])

@@ -39,8 +39,9 @@ class InputSpec:
                 if size is not None and got is not None and got != size:
                     problem = f"expected axis {axis} of the input shape to have value {size}"
                     if axis in (-1, nd - 1):
-                        problem = (f"the input's last dimension must be {size} (the layer was "
-                                   f"built for inputs with {size} features), not {got}")
+                        problem += (f", i.e. the input's last dimension must be {size} (the "
+                                    f"layer was built for inputs with {size} features), not "
+                                    f"{got}")
                     break
         if problem:
             raise ValueError(f"{layer_name}: input {index} is incompatible with the layer: "

@@ -1,12 +1,13 @@
 """Symbolic tensors and the nodes of a functional graph.
 
 `kerasrs.layers.Input` returns a `SymbolicTensor` (Keras calls it KerasTensor): a shape with
-``None`` for the batch axis and a dtype, but no values. Python operators and `kerasrs.ops`
-functions applied to it record op nodes (see `kerasrs.layers.op_layer`). Calling a layer on symbolic tensors
+``None`` for the batch axis and a dtype, but no values. Calling a layer on symbolic tensors
 builds the layer, works out the output shapes and dtypes, records a `Node` (the layer, the call's
 arguments and its outputs) in ``layer._inbound_nodes`` and returns new symbolic tensors whose
-``_keras_history`` is ``(layer, node_index, tensor_index)``. A functional `Model` walks these
-nodes back from its outputs to its inputs and replays them on real Tensors.
+``_keras_history`` is ``(layer, node_index, tensor_index)``. Python operators and `kerasrs.ops`
+functions applied to symbolic tensors record nodes of op layers (see `kerasrs.layers.op_layer`).
+A functional `Model` walks these nodes back from its outputs to its inputs and replays them on
+real Tensors.
 
 Output shapes come from ``layer.compute_output_shape`` when the layer defines it; otherwise the
 layer is *probed*: run (without recording gradients, ``training=False``) on zero tensors whose
@@ -62,7 +63,8 @@ class SymbolicTensor:
     def _no_values(self, *args):
         raise TypeError("A symbolic tensor (from layers.Input) has no values, so it cannot be "
                         "converted to an array, a number or a bool. Apply kerasrs.ops functions, "
-                        f"operators or layers to it, and call the model on data. Received: {self!r}")
+                        "operators or layers to it, and call the model on data. Received: "
+                        f"{self!r}")
 
     __array__ = __float__ = __int__ = __bool__ = __iter__ = _no_values
 

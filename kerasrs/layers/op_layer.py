@@ -12,21 +12,27 @@ recorded in the functional graph. kerasrs does the same with one generic mechani
    `_function_hook`.
 3. `symbolic_op` creates an `OpLayer`: a weightless layer whose class is named after the op, as
    Keras names its op classes (``Add``, ``GetItem``, ``Sum``...), and whose name is the snake
-   case (``add``, ``get_item``). Its non-tensor keyword arguments become its config (Keras keeps
-   e.g. ``axis`` there); the positional arguments, with the symbolic tensors in place, become the
-   node's call arguments. Calling the layer on the symbolic arguments records the `Node`; the
-   output shape and dtype come from the layer probe of `kerasrs.layers.node` (the op runs on zeros
-   whose unknown axes are 2, then 3).
+   case (``add``, ``get_item``). The arguments are split as Keras splits them between an op's
+   ``call`` and its constructor (`_split_arguments`): tensor parameters (``x``, ``x1``,
+   ``indices``, ``key``..., or any holding a symbolic tensor or an array) become the node's call
+   arguments, with the symbolic tensors in place; the other parameters (``axis``, ``newshape``)
+   become the layer's config when they differ from their defaults. So ``x * 2`` is the node
+   ``multiply(x, 2)`` and ``ops.sum(x, axis=1)`` the layer ``Sum(axis=1)`` on ``x``, as in Keras's
+   files, which Keras 3 and kerasrs can both load. Calling the layer on the symbolic arguments
+   records the `Node`; the output shape and dtype come from the layer probe of
+   `kerasrs.layers.node` (the op runs on zeros whose unknown axes are 2, then 3).
 4. A functional model replays the node like any layer call: `OpLayer.__call__` calls the op.
 
 Arguments that JSON cannot hold are stored in Keras's serialized forms: slices as
 ``{"class_name": "__slice__", ...}``, ``...`` as ``__ellipsis__``; concrete arrays and Tensors stay
 on the layer (``constants``, written as Keras's ``__numpy__`` dicts in the config) and the node
-refers to them by index (``__constant__``), so replaying a model never converts them again.
+refers to them by index (``__constant__``), so replaying a model never converts them again
+(Keras cannot read that form: a model holding array constants loads in kerasrs only).
 Saved files carry ``module: "keras.src.ops.<family>"`` for these layers, which is how loading tells
 the op ``Add`` from the merging layer ``Add``. Masks do not pass through ops.
 """
 
+import inspect
 import sys
 
 import numpy as np
@@ -36,6 +42,8 @@ from kerasrs import backend as backend_module
 from kerasrs.layers import base, node
 
 _CLASS_NAMES = {"getitem": "GetItem"}  # Keras's class names where CamelCase(name) differs
+# Keras's module of each op class (``keras.src.ops.<family>``); the rest are in "numpy"
+_NN = {"one_hot"}  # besides kerasrs.ops.nn's own functions
 _CORE = {"cast", "convert_to_tensor", "stop_gradient", "shape", "convert_to_numpy"}
 _MATH = {"logsumexp", "erf", "rsqrt", "top_k", "in_top_k", "segment_sum", "segment_max"}
 _LINALG = {"norm"}
@@ -65,13 +73,29 @@ class OpLayer(base.Layer):
     _keras_module = "keras.src.ops.numpy"
 
     def __init__(self, name=None, constants=None, **op_kwargs):
-        for key in ("trainable", "dtype"):  # base-layer keys a config may carry
-            op_kwargs.pop(key, None)
         super().__init__(name=name)
-        self.op_kwargs = {k: _tuples(_decode(v, ())) for k, v in op_kwargs.items()}
+        self.op_kwargs = {k: _tuples(_decode(v, ())) for k, v in op_kwargs.items()
+                          if self._accepts(k, v)}
+        self._plan = _call_plan(self.op, self.op_kwargs)
         self.constants = [_decode(c, ()) for c in constants or ()]
         self._encoded_args = True  # until a node shows otherwise
         self.built = True
+
+    def _accepts(self, key, value):
+        """Whether the op takes the keyword ``key``. Keras's op configs hold some options that
+        kerasrs's op lacks (``max(initial=None)``, ``one_hot(sparse=False)``): left at their
+        neutral values (None, False) they are dropped; other values are refused.
+
+        Raises:
+            ValueError: naming the op and the option.
+        """
+        params = inspect.signature(self.op).parameters
+        if key in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return True
+        if value is None or value is False:
+            return False
+        raise ValueError(f"{self.name}: kerasrs.ops.{self._op_name} has no option {key!r}, so "
+                         f"this op layer cannot be rebuilt. Received: {key}={value!r}")
 
     @property
     def op(self):
@@ -90,7 +114,18 @@ class OpLayer(base.Layer):
             args, kwargs = _decode(args, self.constants), _decode(kwargs, self.constants)
         if self._op_name == "getitem" and len(args) > 1 and isinstance(args[1], list):
             args = (args[0], tuple(args[1])) + args[2:]  # JSON turned the key tuple into a list
-        return self.op(*args, **kwargs, **self.op_kwargs)
+        if self._plan is None:
+            return self.op(*args, **kwargs, **self.op_kwargs)
+        positional, rest, fixed = [], iter(args), dict(self.op_kwargs)
+        for name in self._plan:  # config values go to their places between the node's args
+            if name in fixed:
+                positional.append(fixed.pop(name))
+            else:
+                value = next(rest, _MISSING)
+                if value is _MISSING:
+                    break
+                positional.append(value)
+        return self.op(*positional, *rest, **kwargs, **fixed)
 
     def compute_mask(self, inputs, mask=None):
         return None
@@ -105,14 +140,33 @@ class OpLayer(base.Layer):
         return None
 
 
+_MISSING = object()
+
+
+def _call_plan(op, op_kwargs):
+    """None when the node's arguments and the config's keywords can simply be passed as
+    ``op(*args, **kwargs, **op_kwargs)``; else the op's positional parameter names, for
+    `OpLayer.call` to slot config values between the node's arguments (``einsum``'s
+    ``subscripts`` comes before the operands)."""
+    params = [p for p in inspect.signature(op).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    names = [p.name for p in params if p.kind is not p.VAR_POSITIONAL]
+    for i, p in enumerate(params):
+        if p.name in op_kwargs and any(q.kind is q.VAR_POSITIONAL or q.name not in op_kwargs
+                                       for q in params[i + 1:]):
+            return names
+    return None
+
+
 def op_class(op_name):
     """The `OpLayer` subclass for the op ``op_name`` (made once, then cached)."""
     cls = _OP_CLASSES.get(op_name)
     if cls is None:
         class_name = _CLASS_NAMES.get(op_name) or "".join(
             part[:1].upper() + part[1:] for part in op_name.split("_"))
-        family = "nn" if op_name in ops.nn.__all__ else "core" if op_name in _CORE else \
-            "math" if op_name in _MATH else "linalg" if op_name in _LINALG else "numpy"
+        family = ("nn" if op_name in ops.nn.__all__ or op_name in _NN else "core"
+                  if op_name in _CORE else "math" if op_name in _MATH else "linalg"
+                  if op_name in _LINALG else "numpy")
         cls = type(class_name, (OpLayer,), {
             "_op_name": op_name, "_keras_module": f"keras.src.ops.{family}",
             "__module__": __name__,
@@ -167,13 +221,12 @@ def symbolic_op(fn, args, kwargs):
         raise ValueError(f"size: the size of a symbolic tensor with unknown axes is unknown. "
                          f"Received: shape {x.shape}")
     if name == "getitem" and len(args) == 2 and isinstance(args[1], list):
-        args = (args[0], np.asarray(args[1]))  # a list key is an index array (a list in a
-        # saved key means a tuple, as JSON has no tuples)
-    fixed = {k: v for k, v in kwargs.items() if not node.any_symbolic((v,), {})}
-    tensor_kwargs = {k: v for k, v in kwargs.items() if k not in fixed}
-    layer = op_class(name)(**fixed)
-    args = _encode(list(args), layer.constants)
-    tensor_kwargs = _encode(tensor_kwargs, layer.constants)
+        # a list key is an index array; in a saved key a list means a tuple (JSON has none)
+        args = (args[0], np.asarray(args[1]))
+    node_args, config, node_kwargs = _split_arguments(fn, args, kwargs)
+    layer = op_class(name)(**config)
+    args = _encode(node_args, layer.constants)
+    tensor_kwargs = _encode(node_kwargs, layer.constants)
     try:
         return layer(*args, **tensor_kwargs)
     except (ValueError, TypeError, IndexError) as e:
@@ -186,6 +239,44 @@ def symbolic_op(fn, args, kwargs):
         except Exception:
             error = ValueError(message)
         raise error from e
+
+
+_CALL_PARAMS = ops._TENSOR_PARAMS | {"key"}  # parameters Keras's op classes take in call()
+
+
+def _split_arguments(fn, args, kwargs):
+    """``(node_args, config, node_kwargs)`` for ``fn(*args, **kwargs)``, as Keras splits an op:
+    tensor parameters (by name, or holding a symbolic tensor or an array) and ``*args`` go to
+    the node's call, in order (trailing defaults dropped); the other parameters that differ
+    from their defaults become the op layer's config."""
+    sig = inspect.signature(fn)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    node_args, config, node_kwargs = [], {}, {}
+    for p in sig.parameters.values():
+        value = bound.arguments[p.name]
+        if p.kind is p.VAR_POSITIONAL:
+            node_args.extend((None, v) for v in value)
+        elif p.kind is p.VAR_KEYWORD:
+            for k, v in value.items():
+                (node_kwargs if node.any_symbolic((v,), {}) else config)[k] = v
+        elif p.kind is p.KEYWORD_ONLY:
+            (node_kwargs if node.any_symbolic((value,), {}) else config)[p.name] = value
+        elif p.name in _CALL_PARAMS or node.any_symbolic((value,), {}) or \
+                isinstance(value, autodiff.Tensor) or hasattr(value, "__array_interface__"):
+            node_args.append((p, value))
+        elif p.default is p.empty or not _same(value, p.default):
+            config[p.name] = value  # defaults are left out: Keras's op has the same ones
+    while node_args and node_args[-1][0] is not None and \
+            node_args[-1][0].default is not inspect.Parameter.empty and \
+            node_args[-1][1] is node_args[-1][0].default:
+        node_args.pop()
+    return [v for _, v in node_args], config, node_kwargs
+
+
+def _same(value, default):
+    return value is default or (type(value) is type(default) and isinstance(
+        value, (bool, int, float, str, tuple)) and value == default)
 
 
 def _wrapper_depth():

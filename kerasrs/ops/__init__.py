@@ -78,15 +78,12 @@ def _fallback(fn, error, args, kwargs, tensor_params):
 
 
 def _symbolic_aware(fn):
-    """``fn`` wrapped as described above, with ``fn``'s own signature (see `_fallback`).
-
-    The symbolic path sees the call canonically: positional parameters up to the last one that
-    differs from its default as positional arguments, keyword-only ones that differ as keywords.
-    """
+    """``fn`` wrapped as described above, with ``fn``'s own signature (see `_fallback`). The
+    fallback sees every positional parameter's value (defaults included) as ``args`` and the
+    keyword-only ones as ``kwargs``."""
     sig = _inspect.signature(fn)
-    space = {"_fn": fn, "_fallback": _fallback, "_RERAISE": _RERAISE, "_empty": sig.empty}
-    params, call, positional, keywords, defaults = [], [], [], [], []
-    tensor_params, star, slash = [], False, False
+    space = {"_fn": fn, "_fallback": _fallback, "_RERAISE": _RERAISE}
+    params, call, positional, keywords, tensor_params, star, slash = [], [], [], [], [], 0, 0
     for i, p in enumerate(sig.parameters.values()):
         default = ""
         if p.default is not p.empty:
@@ -100,40 +97,33 @@ def _symbolic_aware(fn):
             params.append(p.name + default)
             call.append(p.name)
             positional.append(p.name)
-            defaults.append(f"_d_{p.name}" if default else "_empty")
             if p.name in _TENSOR_PARAMS and not default:
                 tensor_params.append((i, p.name))
         elif p.kind is p.VAR_POSITIONAL:
             params.append(f"*{p.name}")
             call.append(f"*{p.name}")
-            star = p.name
+            positional.append(f"*{p.name}")
+            star = True
         elif p.kind is p.KEYWORD_ONLY:
             if not star:
                 params.append("*")
                 star = True
             params.append(p.name + default)
             call.append(f"{p.name}={p.name}")
-            keywords.append((p.name, f"_d_{p.name}" if default else "_empty"))
+            keywords.append(f"{p.name!r}: {p.name}")
         else:
             params.append(f"**{p.name}")
             call.append(f"**{p.name}")
-            keywords.append((f"**{p.name}", None))
+            keywords.append(f"**{p.name}")
     if slash:
         params.append("/")
     space["_tensor_params"] = tuple(tensor_params)
-    pos = f"({', '.join(positional)},)" if positional else "()"
-    if isinstance(star, str):
-        pos = f"{pos} + tuple({star})"
-    else:  # drop trailing arguments equal to their defaults
-        pos = f"_trim({pos}, ({', '.join(defaults)},))" if positional else pos
-        space["_trim"] = _trim
-    kw = ", ".join(f"**({{}} if {n} is {d} else {{{n!r}: {n}}})" if d else n
-                   for n, d in keywords)
     source = (f"def {fn.__name__}({', '.join(params)}):\n"
               f"    try:\n"
               f"        return _fn({', '.join(call)})\n"
               f"    except Exception as _error:\n"
-              f"        _out = _fallback(_fn, _error, {pos}, {{{kw}}}, _tensor_params)\n"
+              f"        _out = _fallback(_fn, _error, ({''.join(a + ', ' for a in positional)}), "
+              f"{{{', '.join(keywords)}}}, _tensor_params)\n"
               f"        if _out is _RERAISE:\n"
               f"            raise\n"
               f"        return _out\n")
@@ -141,13 +131,6 @@ def _symbolic_aware(fn):
     op = _functools.update_wrapper(space[fn.__name__], fn)
     op._kerasrs_op = fn
     return op
-
-
-def _trim(values, defaults):
-    n = len(values)
-    while n and defaults[n - 1] is not _inspect.Parameter.empty and values[n - 1] is defaults[n - 1]:
-        n -= 1
-    return values[:n]
 
 
 def _install_symbolic_dispatch():
