@@ -12,24 +12,20 @@ import argparse
 import pathlib
 import sys
 
-import common  # noqa: F401  (sets thread counts first)
+import common
 import numpy as np
 
 import kerasrs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
-import fashion_mnist  # noqa: E402
+import fashion_mnist
 
 
 def kerasrs_runner(x, y, batch):
     model = fashion_mnist.build_cnn()
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
 
-    def run():
-        model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)
-        return len(x)
-
-    return run
+    return common.kerasrs_epoch(model, x, y, batch)
 
 
 def torch_runner(torch, x, y, batch):
@@ -37,21 +33,7 @@ def torch_runner(torch, x, y, batch):
     model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(),
                           nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
                           nn.Linear(9216, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
-    model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss()
-    xt = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
-    yt = torch.from_numpy(y)
-
-    def run():
-        for i in range(0, len(xt), batch):
-            opt.zero_grad()
-            loss = loss_fn(model(xt[i:i + batch]), yt[i:i + batch])
-            loss.backward()
-            opt.step()
-        return len(xt)
-
-    return run
+    return common.torch_epoch(torch, model, x.transpose(0, 3, 1, 2), y, batch)
 
 
 def main():
@@ -69,12 +51,7 @@ def main():
         torch.manual_seed(0)
         runs["pytorch"] = torch_runner(torch, x, y, args.batch_size)
     best = common.interleave(runs, args.rounds)
-    for name, rate in best.items():
-        print(f"{name:8s} {rate:10.0f} samples/s")
-    if "pytorch" in best:
-        print(f"ratio kerasrs/pytorch: {best['kerasrs'] / best['pytorch']:.2f} (target >= 0.7)")
-    else:
-        print("PyTorch not installed: no ratio (run it with an interpreter that has torch)")
+    common.report(best, 0.7)
     return best
 
 

@@ -7,7 +7,7 @@ reported as samples/second and the ratio kerasrs / PyTorch. Run:
 
 import argparse
 
-import common  # noqa: F401  (sets thread counts first)
+import common
 import numpy as np
 
 import kerasrs
@@ -20,30 +20,14 @@ def kerasrs_runner(x, y, batch):
     model.compile(optimizer="adam",
                   loss=kerasrs.losses.SparseCategoricalCrossentropy(from_logits=True))
 
-    def run():
-        model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)
-        return len(x)
-
-    return run
+    return common.kerasrs_epoch(model, x, y, batch)
 
 
 def torch_runner(torch, x, y, batch):
     nn = torch.nn
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                           nn.Linear(512, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss()
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-
-    def run():
-        for i in range(0, len(xt), batch):
-            opt.zero_grad()
-            loss = loss_fn(model(xt[i:i + batch]), yt[i:i + batch])
-            loss.backward()
-            opt.step()
-        return len(xt)
-
-    return run
+    return common.torch_epoch(torch, model, x, y, batch)
 
 
 def main():
@@ -58,13 +42,7 @@ def main():
     if torch is not None:
         runs["pytorch"] = torch_runner(torch, x, y, args.batch_size)
     best = common.interleave(runs, args.rounds)
-    for name, rate in best.items():
-        print(f"{name:8s} {rate:10.0f} samples/s")
-    if "pytorch" in best:
-        print(f"ratio kerasrs/pytorch: {best['kerasrs'] / best['pytorch']:.2f} "
-              f"(target >= 1.0)")
-    else:
-        print("PyTorch not installed: no ratio (pip install torch in a separate venv to compare)")
+    common.report(best, 1.0)
     return best
 
 

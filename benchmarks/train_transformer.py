@@ -10,7 +10,7 @@ and the ratio kerasrs / PyTorch (target >= 0.8). Run:
 
 import argparse
 
-import common  # noqa: F401  (sets thread counts first)
+import common
 import numpy as np
 
 import kerasrs
@@ -29,11 +29,7 @@ def kerasrs_runner(x, y, batch, d_model, heads, ffn):
     model.compile(optimizer="adam",
                   loss=kerasrs.losses.SparseCategoricalCrossentropy(from_logits=True))
 
-    def run():
-        model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)
-        return len(x)
-
-    return run
+    return common.kerasrs_epoch(model, x, y, batch)
 
 
 def torch_runner(torch, x, y, batch, d_model, heads, ffn):
@@ -55,19 +51,7 @@ def torch_runner(torch, x, y, batch, d_model, heads, ffn):
             return self.head(h.mean(dim=1))
 
     model = Block()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss()
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-
-    def run():
-        for i in range(0, len(xt), batch):
-            opt.zero_grad()
-            loss = loss_fn(model(xt[i:i + batch]), yt[i:i + batch])
-            loss.backward()
-            opt.step()
-        return len(xt)
-
-    return run
+    return common.torch_epoch(torch, model, x, y, batch)
 
 
 def main():
@@ -89,12 +73,7 @@ def main():
     if torch is not None:
         runs["pytorch"] = torch_runner(torch, x, y, args.batch_size, *sizes)
     best = common.interleave(runs, args.rounds)
-    for name, rate in best.items():
-        print(f"{name:8s} {rate:10.0f} samples/s")
-    if len(best) == 2:
-        print(f"ratio kerasrs/pytorch: {best['kerasrs'] / best['pytorch']:.2f} (target >= 0.8)")
-    elif "pytorch" not in best:
-        print("PyTorch not installed: no ratio (pip install torch in a separate venv to compare)")
+    common.report(best, 0.8)
     return best
 
 

@@ -52,7 +52,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
     parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="minibatch size (default: 128 for the MLP, 64 for the CNN)")
     parser.add_argument("--backend", choices=["numpy", "cupy"], default=None,
                         help="array backend (default: $KERASRS_BACKEND or numpy)")
     parser.add_argument("--seed", type=int, default=0)
@@ -61,6 +62,8 @@ def main(argv=None):
     parser.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2])
     args = parser.parse_args(argv)
 
+    if args.batch_size is None:
+        args.batch_size = 128 if args.model == "mlp" else 64
     if args.backend:
         kerasrs.backend.set_backend(args.backend)
     kerasrs.utils.set_random_seed(args.seed)

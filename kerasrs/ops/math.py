@@ -11,10 +11,12 @@ from kerasrs.ops.core import constant
 
 # -- unary elementwise -------------------------------------------------------------------------
 class Unary(Function):
-    """An elementwise op given by ``f(x)`` and ``df(x, y)`` (y = f(x)) on arrays."""
+    """An elementwise op given by ``f(xp, x)`` and its derivative ``df(xp, x, y)`` (y = f(x)).
 
-    def __init__(self, f, df, name):
-        self.f, self.df, self.name = f, df, name
+    Shared by the math functions here and the activations in `kerasrs.ops.nn`."""
+
+    def __init__(self, name, f, df):
+        self.name, self.f, self.df = name, f, df
 
     def forward(self, x):
         self.x = x
@@ -27,7 +29,7 @@ class Unary(Function):
 
 def _unary(name, f, df, doc):
     def op(x):
-        return Unary(f, df, name).apply(x)
+        return Unary(name, f, df).apply(x)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc

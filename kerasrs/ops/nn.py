@@ -25,28 +25,8 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 # -- elementwise activations -------------------------------------------------------------------
-class Activation(Function):
-    """An elementwise op given by ``f(xp, x)`` and its derivative ``df(xp, x, y)`` on arrays."""
-
-    def __init__(self, name, f, df):
-        self.name, self.f, self.df = name, f, df
-
-    def forward(self, x):
-        self.x = x
-        self.y = self.f(self.xp, x)
-        return self.y
-
-    def backward(self, gy):
-        return (gy * self.df(self.xp, self.x, self.y),)
-
-
-def _activation(name, f, df, doc):
-    def op(x):
-        return Activation(name, f, df).apply(x)
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc
-    return op
+Activation = ops_math.Unary  # an elementwise op from f(xp, x) and df(xp, x, y)
+_activation = ops_math._unary
 
 
 class ReLU(Function):
