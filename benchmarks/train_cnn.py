@@ -1,7 +1,7 @@
 """Training throughput of the Fashion-MNIST CNN (Adam, batch 128): kerasrs against PyTorch eager.
 
 The model is ``build_cnn()`` of examples/fashion_mnist.py (Conv2D(32, 3, relu) - Conv2D(64, 3, relu) -
-MaxPooling2D - Dropout(0.25) - Flatten - Dense(128, relu) - Dropout(0.5) - Dense(10, softmax)) and the same
+MaxPooling2D - Dropout(0.1) - Flatten - Dense(128, relu) - Dropout(0.3) - Dense(10, softmax)) and the same
 network in PyTorch (NCHW, logits + CrossEntropyLoss, the same mathematics). Same data, batch
 size and optimizer; both on 2 threads; interleaved in one process (so both run under the same
 malloc settings) and reported as training samples/second and the ratio kerasrs / PyTorch. Run:
@@ -31,8 +31,8 @@ def kerasrs_runner(x, y, batch):
 def torch_runner(torch, x, y, batch):
     nn = torch.nn
     model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(),
-                          nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
-                          nn.Linear(9216, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
+                          nn.MaxPool2d(2), nn.Dropout(0.1), nn.Flatten(),
+                          nn.Linear(9216, 128), nn.ReLU(), nn.Dropout(0.3), nn.Linear(128, 10))
     return common.torch_epoch(torch, model, x.transpose(0, 3, 1, 2), y, batch)
 
 
