@@ -8,16 +8,16 @@ and caches them per device).
 
 import functools
 
-import cupy as cp
-
 from kerasrs.backend.kernel_sources import ELEMENTWISE
 
 
 @functools.lru_cache(maxsize=None)
 def elementwise(name):
     """The compiled ``cupy.ElementwiseKernel`` called ``name`` (a key of ``ELEMENTWISE``)."""
+    import cupy  # this module is reached only through the CuPy backend; import at first kernel
+
     in_params, out_params, body = ELEMENTWISE[name]
-    return cp.ElementwiseKernel(in_params, out_params, body, name)
+    return cupy.ElementwiseKernel(in_params, out_params, body, name)
 
 
 def relu_grad():

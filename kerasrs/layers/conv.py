@@ -10,7 +10,12 @@ weights load unchanged; ``data_format="channels_first"`` only changes the activa
 import numpy as np
 
 from kerasrs import activations, initializers, ops
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import (
+    InputSpec,
+    Layer,
+    _get_regularizer,
+    _serialize_regularizer,
+)
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D"]
 
@@ -112,6 +117,20 @@ def add_bias(outputs, bias, data_format, rank):
 
 
 # -- the layers ---------------------------------------------------------------------------------
+def conv_config(layer):
+    """The config keys every convolution layer (plain or transposed) shares, in Keras's order."""
+    return {"filters": layer.filters, "kernel_size": layer.kernel_size, "strides": layer.strides,
+            "padding": layer.padding, "data_format": layer.data_format,
+            "dilation_rate": layer.dilation_rate,
+            "activation": activations.serialize(layer.activation), "use_bias": layer.use_bias,
+            "kernel_initializer": initializers.serialize(layer.kernel_initializer),
+            "bias_initializer": initializers.serialize(layer.bias_initializer),
+            "kernel_regularizer": _serialize_regularizer(layer.kernel_regularizer),
+            "bias_regularizer": _serialize_regularizer(layer.bias_regularizer),
+            "activity_regularizer": _serialize_regularizer(layer.activity_regularizer),
+            "kernel_constraint": None, "bias_constraint": None}
+
+
 class BaseConv(Layer):
     """N-D convolution layer: ``activation(conv(inputs, kernel) + bias)`` (Keras's BaseConv).
 
@@ -219,17 +238,7 @@ class BaseConv(Layer):
         return with_spatial(input_shape, spatial, self.filters, self.data_format)
 
     def get_config(self):
-        return {**super().get_config(), "filters": self.filters,
-                "kernel_size": self.kernel_size, "strides": self.strides,
-                "padding": self.padding, "data_format": self.data_format,
-                "dilation_rate": self.dilation_rate, "groups": self.groups,
-                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-                "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
-                "activity_regularizer": _serialize_regularizer(self.activity_regularizer),
-                "kernel_constraint": None, "bias_constraint": None}
+        return {**super().get_config(), **conv_config(self), "groups": self.groups}
 
 
 class Conv1D(BaseConv):

@@ -9,7 +9,11 @@ import numpy as np
 
 from kerasrs import activations, initializers, ops
 from kerasrs.layers import conv
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import (
+    InputSpec,
+    Layer,
+    _get_regularizer,
+)
 
 __all__ = ["Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Convolution1DTranspose",
            "Convolution2DTranspose", "Convolution3DTranspose"]
@@ -115,17 +119,8 @@ class BaseConvTranspose(Layer):
         return conv.with_spatial(input_shape, spatial, self.filters, self.data_format)
 
     def get_config(self):
-        return {**super().get_config(), "filters": self.filters,
-                "kernel_size": self.kernel_size, "strides": self.strides,
-                "padding": self.padding, "output_padding": self.output_padding,
-                "data_format": self.data_format, "dilation_rate": self.dilation_rate,
-                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-                "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
-                "activity_regularizer": _serialize_regularizer(self.activity_regularizer),
-                "kernel_constraint": None, "bias_constraint": None}
+        return {**super().get_config(), **conv.conv_config(self),
+                "output_padding": self.output_padding}
 
 
 def _transpose_class(rank, doc):

@@ -53,16 +53,18 @@ class ExponentialDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
                  name="ExponentialDecay"):
-        _check_positive("ExponentialDecay", "decay_steps", decay_steps)
+        _check_positive(type(self).__name__, "decay_steps", decay_steps)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps, self.decay_rate = decay_steps, decay_rate
         self.staircase, self.name = staircase, name
 
-    def __call__(self, step):
+    def _progress(self, step):
+        """``step / decay_steps``, floored with ``staircase=True``."""
         p = _step(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate * self.decay_rate ** p
+        return math.floor(p) if self.staircase else p
+
+    def __call__(self, step):
+        return self.initial_learning_rate * self.decay_rate ** self._progress(step)
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate,
@@ -98,7 +100,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(ExponentialDecay):  # same arguments, another formula
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (floored with
     ``staircase=True``).
 
@@ -108,21 +110,10 @@ class InverseTimeDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
                  name="InverseTimeDecay"):
-        _check_positive("InverseTimeDecay", "decay_steps", decay_steps)
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps, self.decay_rate = decay_steps, decay_rate
-        self.staircase, self.name = staircase, name
+        super().__init__(initial_learning_rate, decay_steps, decay_rate, staircase, name)
 
     def __call__(self, step):
-        p = _step(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate / (1.0 + self.decay_rate * p)
-
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+        return self.initial_learning_rate / (1.0 + self.decay_rate * self._progress(step))
 
 
 class PolynomialDecay(LearningRateSchedule):
