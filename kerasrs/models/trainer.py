@@ -365,6 +365,7 @@ class Trainer:
         from kerasrs.models import fit_loop
 
         self._require_compiled("fit")
+        epochs, steps_per_epoch = _apply_config_caps(epochs, steps_per_epoch)
         return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
                             validation_data, shuffle, class_weight, sample_weight, initial_epoch,
                             steps_per_epoch, validation_steps, validation_batch_size,
@@ -558,3 +559,15 @@ def _with_class_weight(y, sample_weight, class_weight):
         return weights
     return np.asarray(sample_weight, dtype=np.float32).reshape(len(weights), -1)[:, 0] * weights
 
+
+def _apply_config_caps(epochs, steps_per_epoch):
+    """``epochs`` and ``steps_per_epoch`` limited by ``kerasrs.config.set_max_epochs`` /
+    ``set_max_steps_per_epoch`` (Keras's caps for quick runs)."""
+    from kerasrs.backend import settings
+
+    if settings.max_epochs() is not None and isinstance(epochs, int):
+        epochs = min(epochs, settings.max_epochs())
+    cap = settings.max_steps_per_epoch()
+    if cap is not None:
+        steps_per_epoch = cap if steps_per_epoch is None else min(steps_per_epoch, cap)
+    return epochs, steps_per_epoch
