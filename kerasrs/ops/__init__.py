@@ -19,6 +19,10 @@ from kerasrs.ops.reduction import *  # noqa: F401,F403
 from kerasrs.ops.reduction import __all__ as _reduction_all
 from kerasrs.ops.layout import *  # noqa: F401,F403
 from kerasrs.ops.layout import __all__ as _shape_all
+from kerasrs.ops.elementwise import *  # noqa: F401,F403,E402
+from kerasrs.ops.elementwise import __all__ as _elementwise_all
+from kerasrs.ops.numpy_extra import *  # noqa: F401,F403,E402
+from kerasrs.ops.numpy_extra import __all__ as _numpy_extra_all
 
 
 def stop_gradient(x):
@@ -37,7 +41,8 @@ def convert_to_numpy(x):
 
 
 __all__ = sorted(set(_core_all + _math_all + _nn_all + _shape_all + _creation_all +
-                     _reduction_all + ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
+                     _reduction_all + _elementwise_all + _numpy_extra_all +
+                     ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
 
 
 # -- symbolic dispatch -------------------------------------------------------------------------
@@ -147,3 +152,5 @@ def _install_symbolic_dispatch():
 
 
 _WRAPPER_CODES = frozenset(_install_symbolic_dispatch())  # how op_layer spots nested op calls
+
+from kerasrs.ops import numpy  # noqa: E402,F401  (keras.ops.numpy: same functions)
