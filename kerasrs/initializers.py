@@ -346,3 +346,9 @@ def deserialize(config, custom_objects=None):
     if cls is None:
         raise ValueError(f"deserialize: unknown initializer class. Received: class_name={name!r}")
     return cls.from_config(dict(config.get("config") or {}))
+
+
+# Keras's lower-case aliases (``keras.initializers.glorot_uniform`` is the class) and names.
+OrthogonalInitializer = Orthogonal
+globals().update({name: cls for name, cls in _ALIASES.items()
+                  if name not in ("normal", "uniform")})

@@ -19,7 +19,34 @@ with open(_PATH) as _f:
     API = json.load(_f)
 
 # Percent of the applicable names that must exist, per namespace.
-FLOORS = {ns: 0 for ns in API["namespaces"]}
+# Set to what branch i12 reached; raise them as other branches land.
+FLOORS = {
+    'activations': 100,
+    'backend': 100,
+    'callbacks': 31,
+    'config': 91,
+    'constraints': 100,
+    'datasets': 100,
+    'distribution': 0,
+    'initializers': 92,
+    'keras': 89,
+    'layers': 63,
+    'losses': 70,
+    'metrics': 36,
+    'mixed_precision': 0,
+    'models': 100,
+    'ops': 89,
+    'ops.nn': 87,
+    'ops.numpy': 99,
+    'optimizers': 63,
+    'optimizers.schedules': 88,
+    'preprocessing': 0,
+    'random': 100,
+    'regularizers': 83,
+    'saving': 92,
+    'tree': 100,
+    'utils': 83,
+}
 
 
 def _module(ns):

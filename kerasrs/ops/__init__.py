@@ -23,6 +23,8 @@ from kerasrs.ops.elementwise import *  # noqa: F401,F403,E402
 from kerasrs.ops.elementwise import __all__ as _elementwise_all
 from kerasrs.ops.numpy_extra import *  # noqa: F401,F403,E402
 from kerasrs.ops.numpy_extra import __all__ as _numpy_extra_all
+from kerasrs.ops.control import *  # noqa: F401,F403,E402
+from kerasrs.ops.control import __all__ as _control_all
 
 
 def stop_gradient(x):
@@ -41,7 +43,7 @@ def convert_to_numpy(x):
 
 
 __all__ = sorted(set(_core_all + _math_all + _nn_all + _shape_all + _creation_all +
-                     _reduction_all + _elementwise_all + _numpy_extra_all +
+                     _reduction_all + _elementwise_all + _numpy_extra_all + _control_all +
                      ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
 
 
