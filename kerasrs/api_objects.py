@@ -10,7 +10,7 @@ class Operation:
     """Base class for a user-defined op: implement ``call(*args, **kwargs)`` with kerasrs ops.
 
     Calling the instance on tensors computes ``call``; on the symbolic tensors of a functional
-    model it records a node, so the op can sit in a functional graph like a built-in op.
+    model it adds a `Lambda` node, so the op can sit in a functional graph.
     """
 
     def __init__(self, name=None):
@@ -21,8 +21,12 @@ class Operation:
 
     def __call__(self, *args, **kwargs):
         handler = ops._dispatch.handler
-        if handler is not None and handler.wants(args, kwargs):
-            return handler.call(self.call, args, kwargs)
+        if handler is not None and handler.wants(args, kwargs):  # symbolic: a Lambda node
+            from kerasrs.layers import Lambda
+
+            if len(args) == 1:
+                return Lambda(lambda x: self.call(x, **kwargs), name=self.name)(args[0])
+            return Lambda(lambda xs: self.call(*xs, **kwargs), name=self.name)(list(args))
         return self.call(*args, **kwargs)
 
 

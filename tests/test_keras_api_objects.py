@@ -1,0 +1,208 @@
+"""Behaviour of the Keras-named API added for issue 12: tree, random, config, constraints,
+layers.* merge helpers, clone_model, constructor-argument configs, pad_sequences, Progbar,
+plot_model, get_file and the dataset loaders."""
+
+import collections
+import io
+import os
+
+import numpy as np
+import pytest
+
+import kerasrs as k
+from kerasrs import tree
+
+
+def test_tree_flatten_pack_and_map():
+    s = {"b": [1, (2, 3)], "a": None}
+    assert tree.flatten(s) == [None, 1, 2, 3]  # sorted keys, None is a leaf
+    assert tree.pack_sequence_as(s, [0, 1, 2, 3]) == {"b": [1, (2, 3)], "a": 0}
+    assert tree.map_structure(lambda x, y: x + y, [1, (2,)], [10, (20,)]) == [11, (22,)]
+    assert tree.flatten_with_path({"x": [5]}) == [(("x", 0), 5)]
+    P = collections.namedtuple("P", "u v")
+    assert tree.map_structure(lambda v: v * 2, P(1, 2)) == P(2, 4)
+    assert tree.lists_to_tuples([1, [2]]) == (1, (2,))
+    assert tree.traverse(lambda v: tree.MAP_TO_NONE if v == 2 else None, [1, 2]) == [1, None]
+    assert tree.map_shape_structure(len, {"s": (2, 3)}) == {"s": 2}
+    with pytest.raises(ValueError):
+        tree.assert_same_structure([1, 2], [1])
+    with pytest.raises(ValueError):
+        tree.pack_sequence_as([1, 2], [1])
+
+
+def test_random_seeding():
+    a = k.random.normal((3,), seed=7).numpy()
+    np.testing.assert_array_equal(a, k.random.normal((3,), seed=7).numpy())
+    g = k.random.SeedGenerator(3)
+    x, y = k.random.uniform((4,), seed=g).numpy(), k.random.uniform((4,), seed=g).numpy()
+    assert not np.array_equal(x, y)
+    g2 = k.random.SeedGenerator(3)
+    np.testing.assert_array_equal(x, k.random.uniform((4,), seed=g2).numpy())
+    t = k.random.truncated_normal((1000,), seed=1).numpy()
+    assert np.abs(t).max() <= 2
+    r = k.random.randint((100,), 2, 5, seed=1).numpy()
+    assert r.min() >= 2 and r.max() < 5 and r.dtype == np.int32
+    c = k.random.categorical(np.log([[0.001, 0.999]]), 50, seed=0).numpy()
+    assert (c == 1).mean() > 0.9
+    d = k.random.dropout(np.ones(1000), 0.5, seed=0).numpy()
+    assert set(np.unique(d)) <= {0.0, 2.0} and 0.4 < (d == 0).mean() < 0.6
+    assert sorted(k.random.shuffle(np.arange(5), seed=0).numpy()) == list(range(5))
+    for fn, kwargs in ((k.random.gamma, {"alpha": 2.0}), (k.random.beta, {"alpha": 2.0,
+                       "beta": 3.0}), (k.random.binomial, {"counts": 5, "probabilities": 0.5})):
+        assert fn((10,), seed=0, **kwargs).shape == (10,)
+
+
+def test_config_round_trips_and_caps():
+    k.config.set_epsilon(1e-5)
+    assert k.config.epsilon() == 1e-5 and k.backend.epsilon() == 1e-5
+    k.config.set_epsilon(1e-7)
+    k.config.set_image_data_format("channels_first")
+    assert k.config.image_data_format() == "channels_first"
+    k.config.set_image_data_format("channels_last")
+    with pytest.raises(ValueError):
+        k.config.set_image_data_format("nhwc")
+    k.config.disable_interactive_logging()
+    from kerasrs.callbacks.progbar_logger import is_interactive
+    assert not k.config.is_interactive_logging_enabled() and not is_interactive(None)
+    k.config.enable_interactive_logging()
+    model = k.Sequential([k.Input((2,)), k.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    k.config.set_max_epochs(2)
+    try:
+        h = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=5, verbose=0)
+    finally:
+        k.config.set_max_epochs(None)
+    assert len(h.history["loss"]) == 2
+
+
+def test_constraints_project_weights():
+    w = np.array([[3.0, 0.1], [4.0, 0.1]])
+    np.testing.assert_allclose(np.linalg.norm(k.constraints.MaxNorm(2)(w).numpy(), axis=0),
+                               [2.0, np.sqrt(0.02)], rtol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(k.constraints.UnitNorm()(w).numpy(), axis=0), 1,
+                               rtol=1e-6)
+    assert (k.constraints.NonNeg()(-w).numpy() == 0).all()
+    mm = k.constraints.MinMaxNorm(1.0, 2.0)(w).numpy()
+    np.testing.assert_allclose(np.linalg.norm(mm, axis=0), [2.0, 1.0], rtol=1e-6)
+    c = k.constraints.get(k.constraints.serialize(k.constraints.MaxNorm(3, axis=1)))
+    assert isinstance(c, k.constraints.MaxNorm) and c.max_value == 3 and c.axis == 1
+    model = k.Sequential([k.Input((3,)), k.layers.Dense(2, kernel_constraint="non_neg")])
+    model.compile(k.optimizers.SGD(1.0), "mse")
+    model.fit(np.ones((8, 3)), -10 * np.ones((8, 2)), epochs=1, verbose=0)
+    assert (model.layers[0].kernel.numpy() >= 0).all()
+
+
+def test_functional_merge_helpers():
+    a, b = k.Input((3,)), k.Input((3,))
+    out = k.layers.concatenate([k.layers.add([a, b]), k.layers.subtract([a, b]),
+                                k.layers.multiply([a, b]), k.layers.average([a, b]),
+                                k.layers.maximum([a, b]), k.layers.minimum([a, b]),
+                                k.layers.dot([a, b], axes=1)])
+    m = k.Model([a, b], out)
+    x, y = np.arange(3.0)[None], np.full((1, 3), 2.0)
+    want = np.concatenate([x + y, x - y, x * y, (x + y) / 2, np.maximum(x, y), np.minimum(x, y),
+                           (x * y).sum(1, keepdims=True)], axis=1)
+    np.testing.assert_allclose(m.predict([x, y], verbose=0), want)
+
+
+class Scale(k.layers.Layer):  # no get_config: Keras 3 records the constructor arguments
+    def __init__(self, factor, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = factor
+
+    def call(self, x):
+        return x * self.factor
+
+
+def test_clone_model_shares_no_weights(tmp_path):
+    seq = k.Sequential([k.Input((3,)), k.layers.Dense(4), k.layers.Dense(2)])
+    inp = k.Input((3,))
+    fun = k.Model(inp, k.layers.Dense(2)(k.layers.Dense(4)(inp)))
+    for model in (seq, fun):
+        clone = k.models.clone_model(model)
+        assert [w.shape for w in clone.weights] == [w.shape for w in model.weights]
+        assert not any(a is b for a, b in zip(clone.weights, model.weights))
+        assert not np.allclose(clone.weights[0].numpy(), model.weights[0].numpy())
+    swapped = k.models.clone_model(seq, clone_function=lambda layer: k.layers.Dense(
+        layer.units, activation="relu"))
+    assert swapped.layers[0].activation is k.activations.relu
+    inp = k.Input((2,))
+    m = k.Model(inp, Scale(3.0)(inp))
+    path = str(tmp_path / "m.keras")
+    m.save(path)
+    loaded = k.saving.load_model(path, custom_objects={"Scale": Scale})
+    np.testing.assert_allclose(loaded.predict(np.ones((1, 2)), verbose=0), [[3.0, 3.0]])
+
+
+def test_pad_sequences_and_progbar():
+    got = k.utils.pad_sequences([[1, 2, 3], [4]], maxlen=2)
+    np.testing.assert_array_equal(got, [[2, 3], [0, 4]])
+    got = k.utils.pad_sequences([[1, 2, 3], [4]], padding="post", truncating="post", value=-1)
+    np.testing.assert_array_equal(got, [[1, 2, 3], [4, -1, -1]])
+    with pytest.raises(ValueError, match="padding"):
+        k.utils.pad_sequences([[1]], padding="middle")
+    out = io.StringIO()
+    bar = k.utils.Progbar(4, verbose=2, stream=out)
+    bar.update(2, [("loss", 1.0)])
+    bar.update(4, [("loss", 3.0)])
+    assert bar.value("loss") == 2.0 and "4/4" in out.getvalue() and "loss: 2.0000" in \
+        out.getvalue()
+
+
+def test_plot_model_needs_pydot_or_works(tmp_path):
+    model = k.Sequential([k.Input((3,)), k.layers.Dense(2)])
+    try:
+        import pydot  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pydot"):
+            k.utils.plot_model(model, str(tmp_path / "m.png"))
+        return
+    dot = k.utils.model_to_dot(model, show_shapes=True)
+    assert "Dense" in dot.to_string()
+
+
+def test_get_file_and_dataset_loaders(tmp_path, monkeypatch):
+    src = tmp_path / "boston_housing.npz"
+    rng = np.random.default_rng(0)
+    np.savez(src, x=rng.normal(size=(10, 13)), y=np.arange(10.0))
+    path = k.utils.get_file("b.npz", "file://" + str(src), cache_dir=str(tmp_path / "cache"))
+    assert os.path.isfile(path)
+    with pytest.raises(ValueError):
+        k.utils.get_file("c.npz", "file://" + str(src), file_hash="0" * 64,
+                         cache_dir=str(tmp_path / "cache"))
+    from kerasrs.datasets import boston_housing, files, imdb, keras_files
+    monkeypatch.setattr(keras_files, "local_path", lambda spec, dataset: str(src))
+    (x_train, y_train), (x_test, y_test) = boston_housing.load_data(test_split=0.2)
+    assert x_train.shape == (8, 13) and x_test.shape == (2, 13)
+    assert sorted(np.concatenate([y_train, y_test])) == list(range(10))
+    seqs = np.empty(2, dtype=object)
+    seqs[:] = [[1, 5, 9], [2, 3]]
+    np.savez(src, x_train=seqs, y_train=np.array([0, 1]), x_test=seqs, y_test=np.array([1, 0]))
+    (xt, yt), _ = imdb.load_data(num_words=8)
+    assert all(s[0] == 1 and max(s) < 8 for s in xt)  # start_char, ids >= num_words -> oov 2
+    assert files.matches(path, files.DatasetFile("x", unchecked=True))
+
+
+def test_top_level_names():
+    assert k.Layer is k.layers.Layer and k.Loss is k.losses.Loss and k.Metric is k.metrics.Metric
+
+    class Double(k.Operation):
+        def call(self, x):
+            return x * 2
+
+    inp = k.Input((2,))
+    m = k.Model(inp, Double()(inp))
+    np.testing.assert_allclose(m.predict(np.ones((1, 2)), verbose=0), [[2.0, 2.0]])
+    f = k.Function(inp, k.layers.Dense(1, kernel_initializer="ones")(inp))
+    np.testing.assert_allclose(f(np.ones((1, 2))).numpy(), [[2.0]])
+    with k.device("cpu"):
+        assert k.ops.ones(1).backend.name == "numpy"
+    with k.name_scope("block"):
+        v = k.layers.Dense(1)
+    assert v is not None
+    assert k.utils.get_source_inputs(m.outputs[0])[0] is inp
+    cfg = k.utils.Config(lr=0.1)
+    cfg.freeze()
+    with pytest.raises(ValueError):
+        cfg.lr = 1
+    np.testing.assert_allclose(k.utils.normalize(np.array([[3.0, 4.0]])), [[0.6, 0.8]])
