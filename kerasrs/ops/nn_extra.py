@@ -7,6 +7,7 @@ import numpy as np
 from kerasrs.autodiff import convert_to_tensor
 from kerasrs.ops import core, layout, math, reduction
 from kerasrs.ops.attention import dot_product_attention  # noqa: F401
+from kerasrs.ops.ctc import ctc_decode, ctc_loss  # noqa: F401
 from kerasrs.ops.core import constant
 from kerasrs.ops.creation import one_hot  # noqa: F401
 from kerasrs.ops.normalization import batch_normalization, layer_normalization  # noqa: F401
@@ -95,4 +96,4 @@ def rms_normalization(x, scale=1, axis=-1, epsilon=None):
 
 __all__ = ["sparsemax", "multi_hot", "psnr", "depth_to_space", "space_to_depth",
            "rms_normalization", "dot_product_attention", "one_hot", "batch_normalization",
-           "layer_normalization", "moments"]
+           "layer_normalization", "moments", "ctc_loss", "ctc_decode"]

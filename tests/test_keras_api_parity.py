@@ -1,0 +1,77 @@
+"""kerasrs against Keras 3 numbers (tests/fixtures/keras_api_parity.npz, written by
+tests/fixtures/make_keras_api_parity.py) for the losses, metrics, optimizers and schedules added
+for the public-API issue. Each family's largest absolute difference is printed with ``-s``."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import kerasrs as k
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fixtures"))
+from make_keras_api_parity import (  # noqa: E402
+    LOSS_CLASSES, LOSSES, METRICS, OPTIMIZERS, metric_weights)
+
+sys.path.pop(0)
+REF = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "keras_api_parity.npz"))
+IN = {key[3:]: REF[key] for key in REF.files if key.startswith("in/")}
+WORST = {}
+
+
+def _check(family, got, want, atol):
+    got = np.asarray(got, dtype="float64")
+    diff = float(np.max(np.abs(got - want))) if np.size(want) else 0.0
+    WORST[family] = max(WORST.get(family, 0.0), diff)
+    np.testing.assert_allclose(got, want, atol=atol, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_loss_functions(name):
+    fn, kwargs, t, p = LOSSES[name]
+    _check("losses", k.ops.convert_to_numpy(getattr(k.losses, fn)(IN[t], IN[p], **kwargs)),
+           REF[f"loss/{name}"], 1e-5)
+
+
+@pytest.mark.parametrize("cls", sorted(LOSS_CLASSES))
+def test_loss_classes(cls):
+    kwargs, t, p = LOSS_CLASSES[cls]
+    loss = getattr(k.losses, cls)(**kwargs)
+    _check("losses", float(loss(IN[t], IN[p])), REF[f"loss_class/{cls}"], 1e-5)
+    if f"loss_class_weighted/{cls}" in REF.files:
+        _check("losses", float(loss(IN[t], IN[p], sample_weight=IN["weights"])),
+               REF[f"loss_class_weighted/{cls}"], 1e-5)
+
+
+@pytest.mark.parametrize("key", sorted(METRICS))
+def test_metrics(key):
+    kwargs, t, p = METRICS[key]
+    m = getattr(k.metrics, key.split("_")[0])(**kwargs)
+    m.update_state(IN[t][:3], IN[p][:3])
+    m.update_state(IN[t][3:], IN[p][3:], sample_weight=metric_weights(key, IN[t][3:]))
+    _check("metrics", m.result(), REF[f"metric/{key}"], 1e-5)
+
+
+@pytest.mark.parametrize("key", sorted(OPTIMIZERS))
+def test_optimizers(key):
+    cls, kwargs = OPTIMIZERS[key]
+    opt = getattr(k.optimizers, cls)(**kwargs)
+    w, b = k.Variable(REF["opt/w0"].copy()), k.Variable(REF["opt/b0"].copy())
+    for i in range(4):
+        opt.apply([REF[f"opt/grad_w/{i}"], REF[f"opt/grad_b/{i}"]], [w, b])
+    _check("optimizers", w.numpy(), REF[f"opt/{key}/w"], 1e-5)
+    _check("optimizers", b.numpy(), REF[f"opt/{key}/b"], 1e-5)
+
+
+def test_cosine_decay_restarts():
+    s = k.optimizers.schedules.CosineDecayRestarts(0.5, 7, t_mul=2.0, m_mul=0.6, alpha=0.1)
+    _check("schedules", [s(i) for i in range(60)], REF["schedule/cosine_restarts"], 1e-6)
+    s1 = k.optimizers.schedules.CosineDecayRestarts(0.5, 5, t_mul=1.0)
+    _check("schedules", [s1(i) for i in range(30)], REF["schedule/cosine_restarts_t1"], 1e-6)
+    cfg = k.optimizers.schedules.serialize(s)
+    assert k.optimizers.schedules.deserialize(cfg)(13) == s(13)
+
+
+def test_zz_report_worst_differences():
+    print("\nmax |kerasrs - Keras| per family:", {f: f"{v:.2e}" for f, v in WORST.items()})
