@@ -25,6 +25,12 @@ from kerasrs.ops.numpy_extra import *  # noqa: F401,F403,E402
 from kerasrs.ops.numpy_extra import __all__ as _numpy_extra_all
 from kerasrs.ops.control import *  # noqa: F401,F403,E402
 from kerasrs.ops.control import __all__ as _control_all
+from kerasrs.ops.linalg import *  # noqa: F401,F403,E402
+from kerasrs.ops.linalg import __all__ as _linalg_all
+from kerasrs.ops.fft import *  # noqa: F401,F403,E402
+from kerasrs.ops.fft import __all__ as _fft_all
+from kerasrs.ops.spatial import cdist, rearrange  # noqa: F401,E402
+from kerasrs.ops import linalg  # noqa: F401,E402  (keras.ops.linalg)
 
 
 def stop_gradient(x):
@@ -43,7 +49,8 @@ def convert_to_numpy(x):
 
 
 __all__ = sorted(set(_core_all + _math_all + _nn_all + _shape_all + _creation_all +
-                     _reduction_all + _elementwise_all + _numpy_extra_all + _control_all +
+                     _reduction_all + _elementwise_all + _numpy_extra_all + _control_all + _linalg_all + _fft_all +
+                     ["cdist", "rearrange"] +
                      ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
 
 

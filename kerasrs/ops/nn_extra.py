@@ -12,6 +12,7 @@ from kerasrs.ops.core import constant
 from kerasrs.ops.creation import one_hot  # noqa: F401
 from kerasrs.ops.normalization import batch_normalization, layer_normalization  # noqa: F401
 from kerasrs.ops.reduction import moments  # noqa: F401
+from kerasrs.ops.spatial import adaptive_average_pool, adaptive_max_pool, fold, unfold  # noqa: F401
 
 
 def sparsemax(x, axis=-1):
@@ -30,6 +31,14 @@ def sparsemax(x, axis=-1):
     k_z = math.sum(support, axis=axis, keepdims=True)
     tau = (math.sum(support * z, axis=axis, keepdims=True) - 1) / k_z
     return math.maximum(x - tau, 0.0)
+
+
+def polar(abs_, angle):
+    """The complex tensor ``abs_ * (cos(angle) + i sin(angle))``. No gradient flows (kerasrs
+    differentiates real tensors only)."""
+    r, a = convert_to_tensor(abs_), convert_to_tensor(angle)
+    xp = r.backend.xp
+    return constant(r.data * (xp.cos(a.data) + 1j * xp.sin(a.data)), r.backend)
 
 
 def multi_hot(inputs, num_classes=None, axis=-1, dtype=None, sparse=False, **kwargs):
@@ -96,4 +105,5 @@ def rms_normalization(x, scale=1, axis=-1, epsilon=None):
 
 __all__ = ["sparsemax", "multi_hot", "psnr", "depth_to_space", "space_to_depth",
            "rms_normalization", "dot_product_attention", "one_hot", "batch_normalization",
-           "layer_normalization", "moments", "ctc_loss", "ctc_decode"]
+           "layer_normalization", "moments", "ctc_loss", "ctc_decode", "polar",
+           "adaptive_average_pool", "adaptive_max_pool", "fold", "unfold"]

@@ -772,6 +772,19 @@ def angle(x):
                   else xp.angle(a))
 
 
+def view_as_complex(x):
+    """A complex Tensor from a real one whose last axis (size 2) holds (real, imag). No
+    gradient flows (kerasrs differentiates real tensors only)."""
+    x = _t(x)
+    return constant(x.data[..., 0] + 1j * x.data[..., 1], x.backend)
+
+
+def view_as_real(x):
+    """The (real, imag) parts of a complex Tensor along a new last axis. No gradient flows."""
+    x = _t(x)
+    return constant(x.backend.xp.stack([x.data.real, x.data.imag], axis=-1), x.backend)
+
+
 def vectorize(pyfunc, *, excluded=None, signature=None):
     """``pyfunc`` mapped over the leading axis of its Tensor arguments (stacked results)."""
     def mapped(*args):
@@ -796,4 +809,4 @@ __all__ = ["array", "copy", "identity", "empty", "empty_like", "tri", "linspace"
            "corrcoef", "correlate", "trapezoid", "isclose", "allclose", "isin", "searchsorted",
            "digitize", "bincount", "histogram", "unique", "unravel_index", "argpartition",
            "top_k", "in_top_k", "select", "dtype", "is_tensor", "real", "imag", "conj",
-           "conjugate", "angle", "vectorize"]
+           "conjugate", "angle", "vectorize", "view_as_complex", "view_as_real"]
