@@ -1,5 +1,5 @@
 """kerasrs against Keras 3 numbers (tests/fixtures/keras_api_parity.npz, written by
-tests/fixtures/make_keras_api_parity.py) for the losses, metrics, optimizers and schedules added
+tests/fixtures/make_keras_api_parity.py) for the losses, metrics, optimizers and schedules and ops added
 for the public-API issue. Each family's largest absolute difference is printed with ``-s``."""
 
 import os
@@ -12,7 +12,7 @@ import kerasrs as k
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fixtures"))
 from make_keras_api_parity import (  # noqa: E402
-    LOSS_CLASSES, LOSSES, METRICS, OPTIMIZERS, metric_weights)
+    LOSS_CLASSES, LOSSES, METRICS, OPS, OPTIMIZERS, metric_weights)
 
 sys.path.pop(0)
 REF = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "keras_api_parity.npz"))
@@ -51,6 +51,12 @@ def test_metrics(key):
     m.update_state(IN[t][:3], IN[p][:3])
     m.update_state(IN[t][3:], IN[p][3:], sample_weight=metric_weights(key, IN[t][3:]))
     _check("metrics", m.result(), REF[f"metric/{key}"], 1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_ops(name):
+    got = k.ops.convert_to_numpy(OPS[name](k.ops, dict(IN)))
+    _check("ops", got, REF[f"ops/{name}"], 1e-4)
 
 
 @pytest.mark.parametrize("key", sorted(OPTIMIZERS))

@@ -150,48 +150,58 @@ def extract_sequences(x, sequence_length, sequence_stride):
     return layout.take(x, idx, axis=-1)
 
 
+def _padded_window(window, sequence_length, fft_length, dtype):
+    """The window (ones for None) zero-padded on both sides to ``fft_length``, centered."""
+    win = _window(window, sequence_length, dtype)
+    win = np.ones(sequence_length, dtype) if win is None else win
+    if win.shape != (sequence_length,):
+        raise ValueError(f"window must have shape ({sequence_length},). Received: {win.shape}")
+    left = (fft_length - sequence_length) // 2
+    return np.pad(win, (left, fft_length - sequence_length - left))
+
+
 def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=True):
-    """Short-time Fourier transform of real signals (..., n): ``(real, imag)`` of shape
-    (..., frames, fft_length // 2 + 1). With ``center`` the signal is reflect-padded by
-    ``fft_length // 2`` on both sides (as Keras and librosa)."""
+    """Short-time Fourier transform of real signals (..., n), as Keras: frames of
+    ``fft_length`` samples every ``sequence_stride``, times the ``sequence_length`` window
+    zero-padded (centered) to ``fft_length``; returns ``(real, imag)`` of shape
+    (..., frames, fft_length // 2 + 1). With ``center`` the signal is first reflect-padded by
+    ``fft_length // 2`` on both sides.
+
+    Raises:
+        ValueError: if ``fft_length < sequence_length`` or the window has the wrong size.
+    """
+    if fft_length < sequence_length:
+        raise ValueError(f"stft: fft_length must be >= sequence_length. Received: "
+                         f"sequence_length={sequence_length}, fft_length={fft_length}")
     x = convert_to_tensor(x)
     if x.dtype.kind != "f":
         x = math.cast(x, "float32")
     if center:
         pad = [(0, 0)] * (x.ndim - 1) + [(fft_length // 2, fft_length // 2)]
         x = layout.pad(x, pad, mode="reflect")
-    frames = extract_sequences(x, sequence_length, sequence_stride)
-    win = _window(window, sequence_length, x.dtype)
-    if win is not None:
-        frames = core.multiply(frames, constant(x.backend.asarray(win), x.backend))
-    if fft_length > sequence_length:  # center the frame in the FFT window
-        left = (fft_length - sequence_length) // 2
-        pad = [(0, 0)] * (frames.ndim - 1) + [(left, fft_length - sequence_length - left)]
-        frames = layout.pad(frames, pad)
+    frames = extract_sequences(x, fft_length, sequence_stride)
+    win = _padded_window(window, sequence_length, fft_length, x.dtype)
+    frames = core.multiply(frames, constant(x.backend.asarray(win), x.backend))
     return rfft(frames, fft_length)
 
 
 def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="hann",
           center=True):
-    """Inverse of `stft` by windowed overlap-add, normalized by the summed squared window."""
+    """Inverse of `stft`: windowed overlap-add of the inverse FFTs, divided by the summed
+    squared window (the least-squares inverse, Griffin & Lim 1984)."""
     frames = irfft(x, fft_length)
-    if fft_length > sequence_length:
-        left = (fft_length - sequence_length) // 2
-        frames = getitem(frames, (Ellipsis, slice(left, left + sequence_length)))
     n_frames = frames.shape[-2]
     dtype = frames.dtype
-    win = _window(window, sequence_length, dtype)
-    win = np.ones(sequence_length, dtype) if win is None else win
+    win = _padded_window(window, sequence_length, fft_length, dtype)
     frames = core.multiply(frames, constant(frames.backend.asarray(win), frames.backend))
-    total = (n_frames - 1) * sequence_stride + sequence_length
+    total = (n_frames - 1) * sequence_stride + fft_length
     # overlap-add as one matmul with a fixed 0/1 placement matrix
-    place = np.zeros((n_frames * sequence_length, total), dtype)
-    rows = np.arange(n_frames * sequence_length)
-    cols = (np.arange(n_frames)[:, None] * sequence_stride + np.arange(sequence_length)).ravel()
-    place[rows, cols] = 1
-    flat = layout.reshape(frames, frames.shape[:-2] + (n_frames * sequence_length,))
+    place = np.zeros((n_frames * fft_length, total), dtype)
+    cols = (np.arange(n_frames)[:, None] * sequence_stride + np.arange(fft_length)).ravel()
+    place[np.arange(n_frames * fft_length), cols] = 1
+    flat = layout.reshape(frames, frames.shape[:-2] + (n_frames * fft_length,))
     y = core.matmul(flat, constant(frames.backend.asarray(place), frames.backend))
-    norm = (np.tile(win * win, n_frames) @ place)
+    norm = np.tile(win * win, n_frames) @ place
     norm = np.where(norm > 1e-10, norm, 1.0).astype(dtype)
     y = core.divide(y, constant(frames.backend.asarray(norm), frames.backend))
     if center:
