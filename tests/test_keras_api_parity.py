@@ -79,5 +79,24 @@ def test_cosine_decay_restarts():
     assert k.optimizers.schedules.deserialize(cfg)(13) == s(13)
 
 
+def test_compile_semantics():
+    model = k.Sequential([k.Input((3,)), k.layers.Dense(1, kernel_initializer="ones")])
+    x, y, sw = IN["reg_true"], IN["reg_pred"][:, :1], IN["weights"]
+    model.compile(k.optimizers.SGD(0.0), "mse", metrics=["mae", "mse"],
+                  weighted_metrics=["mae", k.metrics.MeanSquaredError(name="q")])
+    logs = model.evaluate(x, y, sample_weight=sw, batch_size=4, verbose=0, return_dict=True)
+    want = {key.split("/")[-1]: float(REF[key]) for key in REF.files
+            if key.startswith("compile/weighted/")}
+    assert set(logs) == set(want)  # "weighted_mae" next to "mae"
+    _check("compile", [logs[n] for n in sorted(want)], [want[n] for n in sorted(want)], 1e-5)
+    model.compile(k.optimizers.SGD(0.0), k.losses.MeanSquaredError(reduction=None))
+    _check("compile", model.evaluate(x, y, batch_size=3, verbose=0),
+           REF["compile/reduction_none"], 1e-5)
+    history = model.fit(x, y, batch_size=4, epochs=1, verbose=0).history
+    assert np.isfinite(history["loss"][0])
+    _check("ops", k.ops.one_hot(np.array([0.0, 2.0, 1.7, -0.5]), 3).numpy(),
+           REF["ops/one_hot_float"], 0)
+
+
 def test_zz_report_worst_differences():
     print("\nmax |kerasrs - Keras| per family:", {f: f"{v:.2e}" for f, v in WORST.items()})

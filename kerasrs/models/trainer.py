@@ -516,16 +516,19 @@ def _to_tensors(struct):
 
 
 def _scalar(value, what):
-    """A loss value as a Python float (for the loss mean).
+    """A loss value as a Python float (for the loss mean). An unreduced loss (a `Loss` with
+    ``reduction=None`` in ``compile``) counts as the mean of its values, as Keras's loss
+    tracker reports it; its gradient is that of the sum (the tape seeds with ones, as
+    TensorFlow does for a non-scalar target).
 
     Raises:
-        ValueError: if ``value`` is not a single number.
+        ValueError: if ``value`` is empty.
     """
     raw = getattr(value, "data", value)
-    if getattr(raw, "size", 1) != 1:
-        raise ValueError(f"Model: `{what}` must return a scalar loss. Received: a value of "
+    if getattr(raw, "size", 1) == 0:
+        raise ValueError(f"Model: `{what}` returned an empty loss. Received: a value of "
                          f"shape {tuple(raw.shape)}")
-    return float(raw)
+    return float(raw.mean()) if getattr(raw, "size", 1) != 1 else float(raw)
 
 
 def _batch_size(x):
