@@ -206,3 +206,18 @@ def test_top_level_names():
     with pytest.raises(ValueError):
         cfg.lr = 1
     np.testing.assert_allclose(k.utils.normalize(np.array([[3.0, 4.0]])), [[0.6, 0.8]])
+
+
+def test_masks_visible_on_symbolic_tensors():
+    x = k.Input((5,))
+    e = k.layers.Embedding(10, 3, mask_zero=True)(x)
+    seq = k.layers.LSTM(4, return_sequences=True)(e)
+    dense = k.layers.Dense(2)(seq)
+    for t in (e, seq, dense):  # as Keras: (None, 5) bool masks travel with the tensors
+        assert t._keras_mask.shape == (None, 5) and t._keras_mask.dtype == "bool"
+    assert getattr(k.layers.LSTM(4)(e), "_keras_mask", None) is None
+    assert getattr(k.layers.GlobalAveragePooling1D()(seq), "_keras_mask", None) is None
+    assert getattr(k.layers.Dense(2)(k.Input((3,))), "_keras_mask", None) is None
+    assert k.layers.Masking()(k.Input((5, 3)))._keras_mask.shape == (None, 5)
+    model = k.Model(x, dense)
+    assert model.predict(np.array([[1, 2, 0, 0, 0]]), verbose=0).shape == (1, 5, 2)

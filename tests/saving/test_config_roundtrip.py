@@ -201,7 +201,17 @@ def test_loss_config_round_trip(cls):
 
 METRIC_ARGS = {"AUC": {"num_thresholds": 50, "curve": "PR"}, "Precision": {"thresholds": 0.3},
                "Recall": {"top_k": 2}, "TopKCategoricalAccuracy": {"k": 3},
-               "SparseTopKCategoricalAccuracy": {"k": 2}, "BinaryAccuracy": {"threshold": 0.7}}
+               "SparseTopKCategoricalAccuracy": {"k": 2}, "BinaryAccuracy": {"threshold": 0.7},
+               "IoU": {"num_classes": 3, "target_class_ids": [0, 2]},
+               "MeanIoU": {"num_classes": 3}, "OneHotIoU": {"num_classes": 3,
+                                                            "target_class_ids": [1]},
+               "OneHotMeanIoU": {"num_classes": 4}, "BinaryIoU": {"threshold": 0.3},
+               "SensitivityAtSpecificity": {"specificity": 0.4},
+               "SpecificityAtSensitivity": {"sensitivity": 0.6},
+               "PrecisionAtRecall": {"recall": 0.7}, "RecallAtPrecision": {"precision": 0.2},
+               "FBetaScore": {"beta": 2.0, "average": "macro"}, "R2Score": {"num_regressors": 1},
+               "F1Score": {"threshold": 0.4}, "FalsePositives": {"thresholds": [0.2, 0.6]},
+               "CategoricalCrossentropy": {"label_smoothing": 0.1}}
 
 
 @pytest.mark.parametrize("cls", metrics.ALL_OBJECTS, ids=lambda c: c.__name__)
