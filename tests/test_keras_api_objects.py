@@ -221,3 +221,47 @@ def test_masks_visible_on_symbolic_tensors():
     assert k.layers.Masking()(k.Input((5, 3)))._keras_mask.shape == (None, 5)
     model = k.Model(x, dense)
     assert model.predict(np.array([[1, 2, 0, 0, 0]]), verbose=0).shape == (1, 5, 2)
+
+
+def test_noise_and_regularization_layers():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4000, 8)).astype("float32")
+    for layer in (k.layers.GaussianNoise(0.3, seed=1), k.layers.GaussianDropout(0.3, seed=1),
+                  k.layers.AlphaDropout(0.3, seed=1), k.layers.ActivityRegularization(0.1)):
+        np.testing.assert_array_equal(layer(x).numpy(), x)  # inference: identity
+        assert type(layer).from_config(layer.get_config()).get_config() == layer.get_config()
+    noisy = k.layers.GaussianNoise(0.3, seed=1)(x, training=True).numpy()
+    assert abs((noisy - x).std() - 0.3) < 0.01
+    scaled = k.layers.GaussianDropout(0.2, seed=1)(np.ones_like(x), training=True).numpy()
+    assert abs(scaled.mean() - 1) < 0.01 and abs(scaled.std() - 0.5) < 0.01
+    alpha = k.layers.AlphaDropout(0.3, seed=1)(x, training=True).numpy()
+    assert abs(alpha.mean()) < 0.03 and abs(alpha.std() - 1) < 0.03  # self-normalizing
+    maps = k.layers.SpatialDropout2D(0.5, seed=0)(np.ones((2, 3, 3, 16)), training=True).numpy()
+    assert all(len(np.unique(maps[b, :, :, c])) == 1 for b in range(2) for c in range(16))
+    seq = k.layers.SpatialDropout1D(0.5, seed=0)(np.ones((2, 5, 16)), training=True).numpy()
+    assert all(len(np.unique(seq[b, :, c])) == 1 for b in range(2) for c in range(16))
+    reg = k.layers.ActivityRegularization(l1=0.5)
+    reg(np.array([[1.0, -2.0]]))
+    assert float(reg.losses[0].numpy()) == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="rate"):
+        k.layers.GaussianDropout(1.5)
+
+
+def test_new_layers_in_functional_models_and_configs():
+    inp = k.Input((6, 4, 3))
+    out = k.layers.AdaptiveMaxPooling2D((2, 2))(k.layers.SpatialDropout2D(0.1)(inp))
+    assert tuple(out.shape) == (None, 2, 2, 3)
+    seq = k.Input((5, 8))
+    att = k.layers.GroupQueryAttention(4, 4, 2)(seq, seq)
+    model = k.Model([inp, seq], [out, k.layers.RMSNormalization()(att)])
+    got = model.predict([np.ones((1, 6, 4, 3)), np.ones((1, 5, 8))], verbose=0)
+    assert got[0].shape == (1, 2, 2, 3) and got[1].shape == (1, 5, 8)
+    for layer in (k.layers.GroupQueryAttention(4, 4, 2, sliding_window=3),
+                  k.layers.RMSNormalization(axis=-1, epsilon=1e-5),
+                  k.layers.ReversibleEmbedding(10, 4, tie_weights=False),
+                  k.layers.AdaptiveAveragePooling3D(2),
+                  k.layers.SpectralNormalization(k.layers.Dense(3), power_iterations=2)):
+        again = type(layer).from_config(layer.get_config())
+        assert again.get_config() == layer.get_config()
+    with pytest.raises(ValueError, match="multiple"):
+        k.layers.GroupQueryAttention(4, 3, 2)

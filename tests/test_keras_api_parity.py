@@ -12,7 +12,7 @@ import kerasrs as k
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fixtures"))
 from make_keras_api_parity import (  # noqa: E402
-    LOSS_CLASSES, LOSSES, METRICS, OPS, OPTIMIZERS, metric_weights)
+    LAYERS, LOSS_CLASSES, LOSSES, METRICS, OPS, OPTIMIZERS, metric_weights)
 
 sys.path.pop(0)
 REF = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "keras_api_parity.npz"))
@@ -57,6 +57,25 @@ def test_metrics(key):
 def test_ops(name):
     got = k.ops.convert_to_numpy(OPS[name](k.ops, dict(IN)))
     _check("ops", got, REF[f"ops/{name}"], 1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layers(name):
+    """Keras's weights (taken before its call) are loaded, then the same call is made."""
+    make, call = LAYERS[name]
+    layer = make(k.layers)
+    layer(IN["seq_q"], IN["seq_v"]) if name.startswith("gqa") else layer(
+        IN["tokens"] if name.startswith("reversible") else IN[{
+            "adaptive_max_1d": "seq_v", "adaptive_avg_2d": "image",
+            "adaptive_avg_3d_cf": "volume"}.get(name, "logits")])  # builds
+    weights = [REF[f"layer/{name}/weight/{i}"] for i in range(len(layer.weights))]
+    if name == "spectral_normalization":  # Keras lists [kernel, vector_u, bias]
+        layer.layer.set_weights([weights[0], weights[2]])
+        layer.vector_u.assign(weights[1])
+    else:
+        layer.set_weights(weights)
+    _check("layers", k.ops.convert_to_numpy(call(layer, dict(IN))), REF[f"layer/{name}/out"],
+           1e-5)
 
 
 @pytest.mark.parametrize("key", sorted(OPTIMIZERS))
