@@ -265,3 +265,20 @@ def test_new_layers_in_functional_models_and_configs():
         assert again.get_config() == layer.get_config()
     with pytest.raises(ValueError, match="multiple"):
         k.layers.GroupQueryAttention(4, 3, 2)
+
+
+def test_stft_initializer_is_a_windowed_dft():
+    frame = np.random.default_rng(0).normal(size=8)
+    for periodic, scaling in ((False, "density"), (True, "spectrum"), (False, None)):
+        real = k.initializers.STFT("real", periodic=periodic, scaling=scaling)((8, 1, 5))
+        imag = k.initializers.STFTInitializer("imag", periodic=periodic,
+                                              scaling=scaling)((8, 1, 5))
+        win = np.hanning(9)[:-1] if periodic else np.hanning(8)
+        scale = {"density": np.sqrt((win ** 2).sum()), "spectrum": win.sum(), None: 1}[scaling]
+        want = np.fft.rfft(frame * win) / scale
+        np.testing.assert_allclose(frame @ real[:, 0, :] + 1j * (frame @ imag[:, 0, :]), want,
+                                   rtol=1e-5, atol=1e-6)
+    cfg = k.initializers.serialize(k.initializers.get("stft"))
+    assert k.initializers.deserialize(cfg).get_config() == k.initializers.STFT().get_config()
+    with pytest.raises(ValueError, match="side"):
+        k.initializers.STFT(side="both")

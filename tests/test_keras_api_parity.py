@@ -12,7 +12,8 @@ import kerasrs as k
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fixtures"))
 from make_keras_api_parity import (  # noqa: E402
-    LAYERS, LOSS_CLASSES, LOSSES, METRICS, OPS, OPTIMIZERS, metric_weights)
+    LAYERS, LOSS_CLASSES, LOSSES, METRICS, OPS, OPTIMIZERS, REGULARIZERS,
+    metric_weights)
 
 sys.path.pop(0)
 REF = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "keras_api_parity.npz"))
@@ -87,6 +88,13 @@ def test_optimizers(key):
         opt.apply([REF[f"opt/grad_w/{i}"], REF[f"opt/grad_b/{i}"]], [w, b])
     _check("optimizers", w.numpy(), REF[f"opt/{key}/w"], 1e-5)
     _check("optimizers", b.numpy(), REF[f"opt/{key}/b"], 1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(REGULARIZERS))
+def test_orthogonal_regularizer(name):
+    reg = k.regularizers.OrthogonalRegularizer(**REGULARIZERS[name])
+    _check("regularizers", float(reg(IN["logits"])), REF[f"reg/{name}"], 1e-6)
+    assert k.regularizers.get(k.regularizers.serialize(reg)).get_config() == reg.get_config()
 
 
 def test_cosine_decay_restarts():
