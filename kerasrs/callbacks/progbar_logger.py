@@ -29,6 +29,12 @@ def is_interactive(stream):
             return True
     except (AttributeError, ValueError):  # no isatty, or a closed file
         pass
+    return is_notebook(stream)
+
+
+def is_notebook(stream):
+    """Whether ``stream`` is a Jupyter/IPython kernel's output stream (ipykernel's
+    ``OutStream``), where tqdm.auto draws a widget."""
     return type(stream).__module__.split(".")[0] == "ipykernel"
 
 
@@ -38,7 +44,9 @@ class ProgbarLogger(Callback):
     * ``verbose=1`` on an interactive output (a terminal or a notebook, see `is_interactive`):
       one tqdm bar per epoch (and for ``evaluate``/``predict``) with the step count, the rate,
       and the running loss and metrics; at the epoch end the bar shows the epoch's values
-      including ``val_*``. On any other output (a file, a pipe, a captured stream) a bar would
+      including ``val_*``. In a notebook a line of text (as with ``verbose=2``) is also
+      printed under each epoch's bar, because the bar is a widget that a saved or rendered
+      notebook (GitHub, nbconvert) shows without its numbers. On any other output (a file, a pipe, a captured stream) a bar would
       write a line per update, so, as Keras does there, ``verbose=1`` prints only the
       ``verbose=2`` summary line at the end of each epoch.
     * ``verbose=2``: one line per epoch, ``Epoch 3/10 - 2s - 4ms/step - loss: ... - val_loss:
@@ -120,6 +128,8 @@ class ProgbarLogger(Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self._bar is not None:
             self._close(logs)
+            if is_notebook(self._stream()):  # a lasting copy of the widget's numbers
+                self._line(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}", logs)
         elif self._uses_lines():
             self._line(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}", logs)
 
