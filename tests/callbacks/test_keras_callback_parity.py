@@ -4,7 +4,6 @@ best epochs, learning-rate sequences, CSV files, final weights and the hook orde
 
 import csv
 import importlib.util
-import io
 import json
 import math
 import pathlib
