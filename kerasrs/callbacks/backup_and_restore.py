@@ -56,7 +56,7 @@ class BackupAndRestore(Callback):
         self._finished = False
         try:
             self._load()
-        except OSError:
+        except (OSError, ValueError):  # an unreadable latest backup: try the previous one
             if not os.path.exists(self._weights_path + ".bkp"):
                 raise
             for path in (self._weights_path, self._metadata_path):
