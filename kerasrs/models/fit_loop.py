@@ -44,11 +44,11 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     queue = collections.deque()
     logs = training_logs = {}
     interrupted = None
+    cbs.on_train_begin()
+    # a BackupAndRestore callback sets where a resumed fit starts
+    initial_epoch = model.__dict__.pop("_initial_epoch", None) or initial_epoch
     sigint = interrupts.DeferredInterrupt()
     try:
-        cbs.on_train_begin()
-        # a BackupAndRestore callback sets where a resumed fit starts
-        initial_epoch = model.__dict__.pop("_initial_epoch", None) or initial_epoch
         for epoch in range(initial_epoch, epochs):
             model.reset_metrics()
             cbs.on_epoch_begin(epoch)
