@@ -12,7 +12,13 @@ from kerasrs.models import data_adapter, interrupts, trainer
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,
         shuffle, class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps,
         validation_batch_size, validation_freq):
-    """Run ``Model.fit`` (arguments as documented there); returns the `History`."""
+    """Run ``Model.fit`` (arguments as documented there); returns the `History`.
+
+    Ctrl-C (SIGINT) stops training once the current batch is done (a second Ctrl-C interrupts at
+    once): the unfinished epoch is dropped, ``on_train_end`` runs (so callbacks restore weights,
+    close files and keep backups), ``model.history`` keeps the finished epochs, and then
+    KeyboardInterrupt is raised.
+    """
     _check_epochs(epochs, initial_epoch)
     x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
     n = data_adapter.num_samples("fit", x=x, y=y, sample_weight=sample_weight)

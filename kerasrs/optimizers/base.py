@@ -53,10 +53,9 @@ class Optimizer:
 
     Raises:
         ValueError: for more than one clipping option, a non-positive clip value, an unknown
-            keyword, or a learning rate that is not a number, schedule or callable, or is a
-            negative, NaN or infinite number.
-        ValueError: for ``ema_momentum`` outside [0, 1] or an ``ema_overwrite_frequency``
-            that is not an int >= 1 (with ``use_ema=True``).
+            keyword, a learning rate that is not a number, schedule or callable, or is a
+            negative, NaN or infinite number; with ``use_ema=True``, an ``ema_momentum``
+            outside [0, 1] or an ``ema_overwrite_frequency`` that is not an int >= 1.
         NotImplementedError: for ``gradient_accumulation_steps``.
     """
 

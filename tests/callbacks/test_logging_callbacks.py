@@ -59,6 +59,7 @@ def test_terminate_on_nan_stops_at_the_first_nan_batch():
     assert np.isnan(h.history["loss"][0])
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_terminate_on_nan_can_raise():
     x = X.copy()
     x[0] = np.inf
