@@ -12,16 +12,16 @@ class TensorBoard(Callback):
 
     Uses Keras 3's layout: training values go to ``<log_dir>/train`` and validation values to
     ``<log_dir>/validation``, tagged ``epoch_<name>`` at step ``epoch`` (so ``loss`` and
-    ``val_loss`` draw as two runs of one ``epoch_loss`` chart); the learning rate is
-    ``epoch_learning_rate``. With an integer ``update_freq`` the running training values are
+    ``val_loss`` draw as two runs of one ``epoch_loss`` chart); the optimizer's current learning
+    rate is written as ``epoch_learning_rate`` every epoch. With an integer ``update_freq`` the running training values are
     also written every that many batches as ``batch_<name>`` at the global batch count. The
     writer is tensorboardX (``pip install kerasrs[tensorboard]``), imported when ``fit``
     starts; its writer threads are closed at the end of ``fit``.
 
     Args:
         log_dir: folder of the event files. Defaults to "logs".
-        histogram_freq: every that many epochs, write a histogram of each weight, tagged by
-            its path (``dense/kernel``); 0 writes none.
+        histogram_freq: every that many epochs, write a histogram of each weight, tagged
+            ``<weight path>/histogram`` (``dense/kernel/histogram``); 0 writes none.
         write_graph: accepted for Keras compatibility; kerasrs has no graph to write (Keras 3
             writes one only with the TensorFlow backend).
         write_images, write_steps_per_second, profile_batch, embeddings_freq,
@@ -84,6 +84,9 @@ class TensorBoard(Callback):
     def on_epoch_end(self, epoch, logs=None):
         scalars = _scalars(logs)
         train = {k: v for k, v in scalars.items() if not k.startswith("val_")}
+        rate = getattr(getattr(self.model, "optimizer", None), "learning_rate", None)
+        if rate is not None:  # Keras logs the optimizer's current rate with every epoch
+            train["learning_rate"] = float(getattr(rate, "numpy", lambda: rate)())
         val = {k[4:]: v for k, v in scalars.items() if k.startswith("val_")}
         for run, values in (("train", train), ("validation", val)):
             if values:
@@ -93,8 +96,8 @@ class TensorBoard(Callback):
         if self.histogram_freq and epoch % self.histogram_freq == 0:
             writer = self._writer("train")
             for weight in self.model.weights:
-                tag = getattr(weight, "path", None) or weight.name
-                writer.add_histogram(tag, weight.numpy(), epoch)
+                path = (getattr(weight, "path", None) or weight.name).replace(":", "_")
+                writer.add_histogram(f"{path}/histogram", weight.numpy(), epoch)
         for writer in self._writers.values():
             writer.flush()
 
