@@ -12,11 +12,12 @@ class TensorBoard(Callback):
 
     Uses Keras 3's layout: training values go to ``<log_dir>/train`` and validation values to
     ``<log_dir>/validation``, tagged ``epoch_<name>`` at step ``epoch`` (so ``loss`` and
-    ``val_loss`` draw as two runs of one ``epoch_loss`` chart); the optimizer's current learning
-    rate is written as ``epoch_learning_rate`` every epoch. With an integer ``update_freq`` the running training values are
-    also written every that many batches as ``batch_<name>`` at the global batch count. The
-    writer is tensorboardX (``pip install kerasrs[tensorboard]``), imported when ``fit``
-    starts; its writer threads are closed at the end of ``fit``.
+    ``val_loss`` draw as two runs of one ``epoch_loss`` chart); the optimizer's current
+    learning rate is written as ``epoch_learning_rate`` every epoch. With an integer
+    ``update_freq`` the running training values are also written every that many batches as
+    ``batch_<name>`` at the global batch count. The writer is tensorboardX (``pip install
+    kerasrs[tensorboard]``), imported when ``fit`` starts; its writers are closed at the end
+    of ``fit``.
 
     Args:
         log_dir: folder of the event files. Defaults to "logs".
