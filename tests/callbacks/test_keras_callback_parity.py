@@ -74,3 +74,12 @@ def test_csv_logger_files_match_keras(tmp_path):
             assert g[0] == w[0]
             for a, b in zip(g[1:], w[1:]):
                 assert (a == b == "NA") or abs(float(a) - float(b)) <= 2e-6, (name, g, w)
+
+
+def test_every_keras_callback_name_is_there():
+    # keras.callbacks in Keras 3.15, less OrbaxCheckpoint (a JAX/Orbax checkpoint format)
+    names = ["BackupAndRestore", "CSVLogger", "Callback", "CallbackList", "EarlyStopping",
+             "History", "LambdaCallback", "LearningRateScheduler", "ModelCheckpoint",
+             "ProgbarLogger", "ReduceLROnPlateau", "RemoteMonitor", "SwapEMAWeights",
+             "TensorBoard", "TerminateOnNaN"]
+    assert [n for n in names if not hasattr(kerasrs.callbacks, n)] == []
