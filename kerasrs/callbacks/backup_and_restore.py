@@ -81,12 +81,13 @@ class BackupAndRestore(Callback):
         self._current_epoch, self._last_batch = epoch + 1, 0
         if self.save_freq == "epoch":
             self._save(epoch + 1, 0)
-        if epoch + 1 >= self.params.get("epochs", epoch + 1) or self.model.stop_training:
-            self._finished = True
+        self._finished = epoch + 1 >= self.params.get("epochs", epoch + 1)
 
     def on_train_end(self, logs=None):
-        # only a normal ending deletes the backup: after Ctrl-C or a crash the next fit resumes
-        if self._finished and self.delete_checkpoint and os.path.exists(self.backup_dir):
+        # only a normal ending (all epochs, or stopped by a callback) deletes the backup: after
+        # Ctrl-C or a crash the next fit resumes from it
+        finished = self._finished or getattr(self.model, "stop_training", False)
+        if finished and self.delete_checkpoint and os.path.exists(self.backup_dir):
             shutil.rmtree(self.backup_dir)
 
     # -- files ----------------------------------------------------------------------------------

@@ -68,6 +68,12 @@ def test_backup_is_kept_when_delete_checkpoint_is_false(tmp_path):
     assert h.epoch == [2]
 
 
+def test_early_stopping_after_it_in_the_list_still_deletes_the_backup(tmp_path):
+    h = _fit(_model(), callbacks.BackupAndRestore(tmp_path),
+             callbacks.EarlyStopping(monitor="loss", mode="max", patience=1))
+    assert h.epoch == [0, 1] and not tmp_path.exists()
+
+
 def test_argument_and_model_checks(tmp_path):
     with pytest.raises(ValueError, match="backup_dir must be a folder path"):
         callbacks.BackupAndRestore("")
