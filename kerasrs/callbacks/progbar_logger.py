@@ -59,10 +59,10 @@ class ProgbarLogger(Callback):
       and the running loss and metrics; at the epoch end the bar shows the epoch's values
       including ``val_*``. In a notebook a line of text (as with ``verbose=2``) is also
       printed under each epoch's bar, because the bar is a widget that a saved or rendered
-      notebook (GitHub, nbconvert) shows without its numbers. On any other output (a file,
-      a pipe, a captured stream) a bar would write a line per update, so, as Keras does
-      there, ``verbose=1`` prints only the ``verbose=2`` summary line at the end of each
-      epoch.
+      notebook (GitHub, nbconvert) shows without its numbers (``evaluate`` too). On any
+      other output (a file, a pipe, a captured stream) a bar would write a line per update,
+      so, as Keras does there, ``verbose=1`` prints only the ``verbose=2`` summary line at
+      the end of each epoch.
     * ``verbose=2``: one line per epoch, ``Epoch 3/10 - 2s - 4ms/step - loss: ... - val_loss:
       ...`` (and one line at the end of ``evaluate``).
     * ``verbose=0``: nothing.
@@ -162,7 +162,7 @@ class ProgbarLogger(Callback):
         if not self._in_fit:
             had_bar = self._bar is not None
             self._close(logs)
-            if not had_bar and self._uses_lines():
+            if (not had_bar and self._uses_lines()) or (had_bar and is_notebook(self._stream())):
                 self._line("Evaluate", logs)
 
     def on_predict_begin(self, logs=None):

@@ -97,3 +97,13 @@ def test_default_progbar_follows_sys_stdout(monkeypatch):
     monkeypatch.setattr(sys, "stdout", tty)
     model.fit(x, np.zeros((40, 1)), batch_size=2, epochs=1, verbose=1)
     assert "20/20" in tty.getvalue()
+
+
+def test_notebook_evaluate_leaves_a_text_line():
+    stream = KernelStream()
+    model, _ = _fit(stream, epochs=1, steps=2, verbose=0)
+    model.evaluate(np.ones((8, 3)), np.zeros((8, 1)), batch_size=4,
+                   callbacks=[ProgbarLogger(file=stream)])
+    assert [line for line in stream.getvalue().splitlines()
+            if line.startswith("Evaluate - ")][0].endswith("mae: " + format(
+                model.evaluate(np.ones((8, 3)), np.zeros((8, 1)), verbose=0)[1], ".4f"))
