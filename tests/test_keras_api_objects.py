@@ -282,3 +282,23 @@ def test_stft_initializer_is_a_windowed_dft():
     assert k.initializers.deserialize(cfg).get_config() == k.initializers.STFT().get_config()
     with pytest.raises(ValueError, match="side"):
         k.initializers.STFT(side="both")
+
+
+def test_schedule_free_adamw_follows_the_paper():
+    """Defazio et al. 2024, Algorithm 1 (AdamW form) written out in NumPy."""
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=(3, 2))
+    grads = [rng.normal(size=(3, 2)) for _ in range(5)]
+    lr, b1, b2, eps, warm = 0.05, 0.9, 0.999, 1e-8, 3
+    opt = k.optimizers.ScheduleFreeAdamW(lr, warmup_steps=warm)
+    w = k.Variable(w0.copy(), dtype="float64")
+    y, z, v = w0.copy(), w0.copy(), np.zeros_like(w0)
+    for t, g in enumerate(grads, start=1):
+        opt.apply([g], [w])
+        step_lr = lr * min(t / warm, 1.0)
+        x = (y - (1 - b1) * z) / b1
+        v = b2 * v + (1 - b2) * g * g
+        z = z - step_lr * g / (np.sqrt(v / (1 - b2 ** t)) + eps)
+        x = (1 - 1 / t) * x + z / t
+        y = (1 - b1) * z + b1 * x
+    np.testing.assert_allclose(w.numpy(), y, rtol=1e-6)  # lr is held in float32

@@ -15,10 +15,10 @@ from kerasrs.optimizers.lion import Lion
 from kerasrs.optimizers.nadam import Nadam
 from kerasrs.optimizers.rmsprop import RMSprop
 from kerasrs.optimizers.sgd import SGD
-from kerasrs.optimizers.extra import Adafactor, Ftrl, Lamb
+from kerasrs.optimizers.extra import Adafactor, Ftrl, Lamb, Muon, ScheduleFreeAdamW
 
 ALL_OBJECTS = (SGD, RMSprop, Adam, AdamW, Adagrad, Adadelta, Adamax, Nadam, Lion, Ftrl,
-               Adafactor, Lamb)
+               Adafactor, Lamb, Muon, ScheduleFreeAdamW)
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OBJECTS}
 
 
@@ -73,4 +73,4 @@ def get(identifier):
 
 
 __all__ = ["Optimizer", "SGD", "RMSprop", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax",
-           "Nadam", "Lion", "Ftrl", "Adafactor", "Lamb", "schedules", "get", "serialize", "deserialize"]
+           "Nadam", "Lion", "Ftrl", "Adafactor", "Lamb", "Muon", "ScheduleFreeAdamW", "schedules", "get", "serialize", "deserialize"]
