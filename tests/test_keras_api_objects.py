@@ -302,3 +302,21 @@ def test_schedule_free_adamw_follows_the_paper():
         x = (1 - 1 / t) * x + z / t
         y = (1 - b1) * z + b1 * x
     np.testing.assert_allclose(w.numpy(), y, rtol=1e-6)  # lr is held in float32
+
+
+def test_multi_optimizer_routes_variables():
+    model = k.Sequential([k.Input((3,)), k.layers.Dense(4, name="enc"),
+                          k.layers.Dense(1, name="dec")])
+    adam, sgd = k.optimizers.Adam(0.01), k.optimizers.SGD(0.1)
+    mapping = k.optimizers.OptimizerMap(sgd, {".*/enc/.*": adam})
+    assert mapping["sequential/enc/kernel"] is adam and mapping["sequential/dec/bias"] is sgd
+    multi = k.optimizers.MultiOptimizer(mapping)
+    model.compile(multi, "mse")
+    before = [w.numpy().copy() for w in model.weights]
+    model.fit(np.ones((8, 3)), np.ones((8, 1)), epochs=2, batch_size=8, verbose=0)
+    assert int(adam.iterations.numpy()) == 2 and int(sgd.iterations.numpy()) == 2
+    assert all(not np.allclose(a, w.numpy()) for a, w in zip(before, model.weights))
+    again = k.optimizers.deserialize(k.optimizers.serialize(multi))
+    assert isinstance(again._optimizer_map["sequential/enc/bias"], k.optimizers.Adam)
+    with pytest.raises(ValueError, match="already"):
+        mapping[".*/enc/.*"] = sgd
