@@ -25,6 +25,7 @@ from kerasrs import saving  # noqa: F401
 # -- Keras 3's top-level names -------------------------------------------------------------------
 from kerasrs import config  # noqa: F401,E402
 from kerasrs import constraints  # noqa: F401,E402
+from kerasrs import preprocessing  # noqa: F401,E402
 from kerasrs import random  # noqa: F401,E402
 from kerasrs import tree  # noqa: F401,E402
 from kerasrs.api_objects import Function, Operation, device  # noqa: F401,E402

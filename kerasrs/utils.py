@@ -67,6 +67,8 @@ from kerasrs.backend.settings import (  # noqa: E402,F401
 from kerasrs.callbacks.progbar import Progbar  # noqa: E402,F401
 from kerasrs.models.plotting import model_to_dot, plot_model  # noqa: E402,F401
 from kerasrs.preprocessing.sequence import pad_sequences  # noqa: E402,F401
+from kerasrs.preprocessing.datasets import (  # noqa: E402,F401
+    image_dataset_from_directory, text_dataset_from_directory, timeseries_dataset_from_array)
 from kerasrs.preprocessing.image import (  # noqa: E402,F401
     array_to_img, img_to_array, load_img, save_img)
 from kerasrs.saving.object_registry import (  # noqa: E402,F401

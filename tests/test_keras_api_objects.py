@@ -159,6 +159,17 @@ def test_plot_model_needs_pydot_or_works(tmp_path):
         return
     dot = k.utils.model_to_dot(model, show_shapes=True)
     assert "Dense" in dot.to_string()
+    inp = k.Input((3,))
+    branch = k.Model(inp, k.layers.add([k.layers.Dense(3)(inp), inp]))
+    assert len(k.utils.model_to_dot(branch).get_edges()) == 3  # input->dense, both->add
+    import shutil
+
+    target = str(tmp_path / "m.png")
+    if shutil.which("dot") is None:
+        with pytest.raises(ImportError, match="Graphviz"):
+            k.utils.plot_model(model, target)
+    else:
+        assert os.path.getsize(k.utils.plot_model(model, target)) > 0
 
 
 def test_get_file_and_dataset_loaders(tmp_path, monkeypatch):
@@ -320,3 +331,36 @@ def test_multi_optimizer_routes_variables():
     assert isinstance(again._optimizer_map["sequential/enc/bias"], k.optimizers.Adam)
     with pytest.raises(ValueError, match="already"):
         mapping[".*/enc/.*"] = sgd
+
+
+def test_timeseries_and_directory_datasets(tmp_path):
+    ds = k.utils.timeseries_dataset_from_array(np.arange(10), np.arange(10) * 10, 3,
+                                               batch_size=4)
+    assert len(ds) == 2
+    x, y = ds[0]
+    np.testing.assert_array_equal(x, [[0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5]])
+    np.testing.assert_array_equal(y, [0, 10, 20, 30])
+    windows = np.concatenate(list(k.preprocessing.timeseries_dataset_from_array(
+        np.arange(20), None, 4, sequence_stride=3, sampling_rate=2, batch_size=2,
+        start_index=2, end_index=17)))
+    np.testing.assert_array_equal(windows[:2], [[2, 4, 6, 8], [5, 7, 9, 11]])
+    assert windows[-1, -1] < 17
+    for cls, texts in (("neg", ["bad", "awful"]), ("pos", ["good"])):
+        (tmp_path / cls).mkdir()
+        for i, t in enumerate(texts):
+            (tmp_path / cls / f"{i}.txt").write_text(t)
+    ds = k.utils.text_dataset_from_directory(str(tmp_path), batch_size=2, shuffle=False,
+                                             label_mode="categorical", verbose=False)
+    assert ds.class_names == ["neg", "pos"] and len(ds) == 2
+    texts, labels = ds[0]
+    assert list(texts) == ["bad", "awful"] and labels.tolist() == [[1, 0], [1, 0]]
+    train = k.utils.text_dataset_from_directory(str(tmp_path), validation_split=0.34,
+                                                subset="training", seed=1, verbose=False)
+    assert sum(len(b[0]) for b in train) == 2
+    pil = pytest.importorskip("PIL.Image")
+    img_dir = tmp_path / "imgs" / "red"
+    img_dir.mkdir(parents=True)
+    pil.fromarray(np.full((5, 7, 3), 200, dtype="uint8")).save(img_dir / "a.png")
+    images, ids = k.utils.image_dataset_from_directory(str(tmp_path / "imgs"), image_size=(4, 3),
+                                                       verbose=False)[0]
+    assert images.shape == (1, 4, 3, 3) and ids.tolist() == [0]
