@@ -364,3 +364,20 @@ def test_timeseries_and_directory_datasets(tmp_path):
     images, ids = k.utils.image_dataset_from_directory(str(tmp_path / "imgs"), image_size=(4, 3),
                                                        verbose=False)[0]
     assert images.shape == (1, 4, 3, 3) and ids.tolist() == [0]
+
+
+def test_conv_lstm_trains_and_round_trips():
+    model = k.Sequential([k.Input((3, 6, 5, 2)),
+                          k.layers.ConvLSTM2D(4, 3, padding="same", dropout=0.1,
+                                              recurrent_dropout=0.1),
+                          k.layers.GlobalAveragePooling2D(), k.layers.Dense(1)])
+    model.compile("adam", "mse")
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(8, 3, 6, 5, 2)), rng.normal(size=(8, 1))
+    losses = model.fit(x, y, epochs=3, verbose=0).history["loss"]
+    assert losses[-1] < losses[0]
+    layer = k.layers.ConvLSTM1D(2, 3, strides=2, data_format="channels_first",
+                                return_sequences=True)
+    assert layer(np.ones((1, 4, 2, 9))).shape == (1, 4, 2, 4)
+    again = type(layer).from_config(layer.get_config())
+    assert again.get_config() == layer.get_config()

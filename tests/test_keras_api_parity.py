@@ -65,10 +65,12 @@ def test_layers(name):
     """Keras's weights (taken before its call) are loaded, then the same call is made."""
     make, call = LAYERS[name]
     layer = make(k.layers)
-    layer(IN["seq_q"], IN["seq_v"]) if name.startswith("gqa") else layer(
-        IN["tokens"] if name.startswith("reversible") else IN[{
+    if name.startswith(("gqa", "conv_lstm")):
+        call(layer, dict(IN))  # builds
+    else:
+        layer(IN["tokens"] if name.startswith("reversible") else IN[{
             "adaptive_max_1d": "seq_v", "adaptive_avg_2d": "image",
-            "adaptive_avg_3d_cf": "volume"}.get(name, "logits")])  # builds
+            "adaptive_avg_3d_cf": "volume"}.get(name, "logits")])
     weights = [REF[f"layer/{name}/weight/{i}"] for i in range(len(layer.weights))]
     if name == "spectral_normalization":  # Keras lists [kernel, vector_u, bias]
         layer.layer.set_weights([weights[0], weights[2]])
