@@ -1,6 +1,7 @@
 """kerasrs against Keras 3 numbers (tests/fixtures/keras_api_parity.npz, written by
-tests/fixtures/make_keras_api_parity.py) for the losses, metrics, optimizers and schedules and ops added
-for the public-API issue. Each family's largest absolute difference is printed with ``-s``."""
+tests/fixtures/make_keras_api_parity.py) for the losses, metrics, optimizers, schedules, ops,
+layers and compile semantics added for the public-API issue. Each family's largest absolute
+difference is printed with ``-s``."""
 
 import os
 import sys

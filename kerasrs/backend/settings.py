@@ -107,4 +107,5 @@ def max_steps_per_epoch():
 
 
 def set_max_steps_per_epoch(max_steps_per_epoch):
-    _state["max_steps_per_epoch"] = None if max_steps_per_epoch is None else int(max_steps_per_epoch)
+    _state["max_steps_per_epoch"] = None if max_steps_per_epoch is None else \
+        int(max_steps_per_epoch)

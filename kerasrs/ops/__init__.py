@@ -49,7 +49,8 @@ def convert_to_numpy(x):
 
 
 __all__ = sorted(set(_core_all + _math_all + _nn_all + _shape_all + _creation_all +
-                     _reduction_all + _elementwise_all + _numpy_extra_all + _control_all + _linalg_all + _fft_all +
+                     _reduction_all + _elementwise_all + _numpy_extra_all + _control_all +
+                     _linalg_all + _fft_all +
                      ["cdist", "rearrange"] +
                      ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
 

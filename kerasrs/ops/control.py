@@ -46,7 +46,8 @@ def while_loop(cond, body, loop_vars, maximum_iterations=None):  # noqa: F811
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
-    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns ``(carry, stack(ys))``."""
+    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
+    ``(carry, stack(ys))``."""
     n = length if xs is None else convert_to_tensor(xs).shape[0]
     order = range(n - 1, -1, -1) if reverse else range(n)
     carry, ys = init, []

@@ -24,7 +24,8 @@ class SeedGenerator:
 
     def __init__(self, seed=None, name=None, **kwargs):
         if seed is not None and not isinstance(seed, (int, np.integer)):
-            raise ValueError(f"SeedGenerator: `seed` must be an int or None. Received: seed={seed!r}")
+            raise ValueError(f"SeedGenerator: `seed` must be an int or None. Received: "
+                             f"seed={seed!r}")
         self.seed = int(_host_rng(None).integers(2 ** 31)) if seed is None else int(seed)
         self.name = name or "seed_generator"
         self.state = np.array([self.seed, 0], dtype="int64")

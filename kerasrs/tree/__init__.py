@@ -100,7 +100,8 @@ def assert_same_paths(a, b):
     pb = {p for p, _ in flatten_with_path(b)}
     if pa != pb:
         raise ValueError(f"The two structures don't have the same paths: only in the first "
-                         f"{sorted(pa - pb, key=str)}, only in the second {sorted(pb - pa, key=str)}")
+                         f"{sorted(pa - pb, key=str)}, only in the second "
+                         f"{sorted(pb - pa, key=str)}")
 
 
 def map_structure(func, *structures, none_is_leaf=True):

@@ -10,5 +10,6 @@ from kerasrs.layers.recurrent.cells import GRUCell, LSTMCell, SimpleRNNCell, Sta
 from kerasrs.layers.recurrent.layers import GRU, LSTM, SimpleRNN
 from kerasrs.layers.recurrent.time_distributed import TimeDistributed
 
-__all__ = ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "RNN", "SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell",
+__all__ = ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D",
+           "RNN", "SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell",
            "StackedRNNCells", "Bidirectional", "TimeDistributed"]
