@@ -381,3 +381,30 @@ def test_conv_lstm_trains_and_round_trips():
     assert layer(np.ones((1, 4, 2, 9))).shape == (1, 4, 2, 4)
     again = type(layer).from_config(layer.get_config())
     assert again.get_config() == layer.get_config()
+
+
+def test_keras_file_editor(tmp_path, capsys):
+    model = k.Sequential([k.Input((3,)), k.layers.Dense(2), k.layers.Dense(1)])
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    editor = k.saving.KerasFileEditor(path)
+    editor.summary()
+    assert "layers/dense_1" in capsys.readouterr().out
+    assert editor.compare(model) == {"status": "success", "error_count": 0, "match_count": 3}
+    editor.weights_dict["layers/dense"]["0"] = np.zeros((3, 2), "float32")
+    editor.save(str(tmp_path / "edited.keras"))
+    loaded = k.saving.load_model(str(tmp_path / "edited.keras"))
+    assert not loaded.layers[0].kernel.numpy().any()
+    np.testing.assert_array_equal(loaded.layers[1].kernel.numpy(), model.layers[1].kernel.numpy())
+    editor.rename_object("dense_1", "renamed")
+    assert "layers/renamed" in editor.weights_dict
+    editor.delete_object("renamed")
+    assert editor.compare(model)["error_count"] == 1
+    editor.add_object("layers/dense_1", [np.ones((2, 1)), np.ones(1)])
+    editor.delete_weight("dense_1", "1")
+    editor.add_weights("dense_1", {"1": np.zeros(1)})
+    editor.resave_weights(str(tmp_path / "w.weights.h5"))
+    model.load_weights(str(tmp_path / "w.weights.h5"))
+    np.testing.assert_array_equal(model.layers[1].kernel.numpy(), np.ones((2, 1)))
+    with pytest.raises(ValueError, match="already exists"):
+        editor.add_object("layers/dense", [])
