@@ -17,6 +17,9 @@ def set_random_seed(seed):
     np.random.seed(seed)
     backend.set_seed(seed)
     _seed_initializers(seed)
+    from kerasrs import random as keras_random  # keras.random draws with seed=None restart
+
+    keras_random.reset_global(seed)
 
 
 def clear_session():

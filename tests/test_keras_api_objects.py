@@ -31,6 +31,10 @@ def test_tree_flatten_pack_and_map():
 
 
 def test_random_seeding():
+    k.utils.set_random_seed(5)
+    first = k.random.normal((3,)).numpy()
+    k.utils.set_random_seed(5)
+    np.testing.assert_array_equal(first, k.random.normal((3,)).numpy())
     a = k.random.normal((3,), seed=7).numpy()
     np.testing.assert_array_equal(a, k.random.normal((3,), seed=7).numpy())
     g = k.random.SeedGenerator(3)
