@@ -29,7 +29,7 @@ import numpy as np
 from kerasrs import autodiff
 from kerasrs.callbacks import CallbackList
 from kerasrs.metrics.base import Metric
-from kerasrs.models import compile_utils, data_adapter
+from kerasrs.models import compile_utils, data_adapter, epoch_iterator
 
 
 class Trainer:
@@ -380,28 +380,32 @@ class Trainer:
             with ``return_dict=True``.
         """
         self._require_compiled("evaluate")
-        x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
-        n = data_adapter.num_samples("evaluate", x=x, y=y, sample_weight=sample_weight)
-        self._check_input_structure("evaluate", x)
-        batch_size = _check_batch_size(batch_size, "evaluate")
-        batches = data_adapter.batch_indices(n, batch_size)[:steps]
+        data = epoch_iterator.get_adapter("evaluate", x, y, sample_weight, batch_size)
+        if isinstance(data, epoch_iterator.ArrayAdapter):
+            self._check_input_structure("evaluate", data.x)
+        batches = epoch_iterator.EpochIterator(data, steps, "evaluate", resume=False)
         verbose = _verbose(verbose)
         self._loss_layers = None
         cbs = callbacks if isinstance(callbacks, CallbackList) else CallbackList(
-            callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, steps=len(batches))
-        logs = self._evaluate_batches(x, y, sample_weight, batches, cbs)
+            callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+            steps=batches.num_steps)
+        try:
+            logs = self._evaluate_batches(batches, cbs)
+        finally:
+            batches.close()
         return self._ordered(logs, return_dict)
 
-    def _evaluate_batches(self, x, y, sample_weight, batches, callbacks):
+    def _evaluate_batches(self, batches, callbacks):
+        """Loss and metrics over one epoch of the `EpochIterator` ``batches``."""
         self.reset_metrics()
         test_step, custom = self._step_function("test")
         callbacks.on_test_begin()
         hooks = callbacks.wants_batch_hooks("test")
         logs = None
-        for step, index in enumerate(batches):
+        for step, (x, y, sample_weight) in enumerate(batches.epoch()):
             if hooks:
                 callbacks.on_test_batch_begin(step)
-            out = test_step(*(data_adapter.slice_struct(s, index) for s in (x, y, sample_weight)))
+            out = test_step(x, y, sample_weight)
             if custom:
                 logs = out
             if hooks:
@@ -415,29 +419,40 @@ class Trainer:
         """The model's outputs for ``x`` as NumPy arrays, computed in batches in inference mode.
 
         Any number of samples works, including 1 (``x[:1]``); a single sample without its batch
-        axis is rejected with the expected shape.
+        axis is rejected with the expected shape. ``x`` may also be a `PyDataset`, a generator
+        or an iterable of batches (targets in the batches are ignored); ``steps`` limits the
+        batches (a generator is advanced exactly ``steps`` times).
 
         Returns:
             An array ``(n, ...)``, or a list/dict of arrays for several outputs.
+
+        Raises:
+            ValueError: if there is no batch to predict on.
         """
-        x = data_adapter.standardize(x)
-        n = data_adapter.num_samples("predict", x=x)
-        self._check_input_structure("predict", x)
-        batches = data_adapter.batch_indices(n, _check_batch_size(batch_size, "predict"))[:steps]
+        data = epoch_iterator.get_adapter("predict", x, batch_size=batch_size)
+        if isinstance(data, epoch_iterator.ArrayAdapter):
+            self._check_input_structure("predict", data.x)
+        batches = epoch_iterator.EpochIterator(data, steps, "predict", resume=False)
         verbose = _verbose(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
-                           steps=len(batches))
+                           steps=batches.num_steps)
         cbs.on_predict_begin()
         hooks = cbs.wants_batch_hooks("predict")
         outputs = []
-        for step, index in enumerate(batches):
-            if hooks:
-                cbs.on_predict_batch_begin(step)
-            out = self.predict_on_batch(data_adapter.slice_struct(x, index))
-            outputs.append(out)
-            if hooks:
-                cbs.on_predict_batch_end(step, {"outputs": out})
+        try:
+            for step, (x_batch, _, _) in enumerate(batches.epoch()):
+                if hooks:
+                    cbs.on_predict_batch_begin(step)
+                out = self.predict_on_batch(x_batch)
+                outputs.append(out)
+                if hooks:
+                    cbs.on_predict_batch_end(step, {"outputs": out})
+        finally:
+            batches.close()
         cbs.on_predict_end()
+        if not outputs:
+            raise ValueError("Model.predict: the data gave no batch to predict on. Received: "
+                             f"an empty {type(x).__name__}")
         flat = [autodiff._flatten(o) for o in outputs]
         joined = [np.concatenate([f[i] for f in flat], axis=0) for i in range(len(flat[0]))]
         return autodiff._pack(outputs[0], iter(joined))
