@@ -211,6 +211,19 @@ def _to_numpy(struct):
     return data_adapter._leaf(struct)
 
 
+def pad_batches(batches, batch_size=None):
+    """``batches`` with each short one padded to ``batch_size`` rows (None: the first batch's
+    size) by repeating its rows, as ``(x, y, sample_weight, real_rows)``; full batches pass
+    through unchanged as ``(x, y, sample_weight)`` (for ``fit(pad_last_batch=True)``)."""
+    for batch in batches:
+        rows = int(data_adapter.leaves(batch[0])[0].shape[0])
+        batch_size = rows if batch_size is None else batch_size
+        if rows < batch_size:
+            index = np.arange(batch_size) % rows
+            batch = tuple(data_adapter.slice_struct(s, index) for s in batch) + (rows,)
+        yield batch
+
+
 class EpochIterator:
     """Epochs of batches from an adapter, with Keras 3's ``steps`` rules (module docstring).
 

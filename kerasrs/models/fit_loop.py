@@ -8,7 +8,7 @@ from kerasrs.models import data_adapter, epoch_iterator, trainer
 
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,
         shuffle, class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps,
-        validation_batch_size, validation_freq):
+        validation_batch_size, validation_freq, pad_last_batch=False):
     """Run ``Model.fit`` (arguments as documented there); returns the `History`."""
     _check_epochs(epochs, initial_epoch)
     if validation_split and validation_data is None:
@@ -22,6 +22,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         raise ValueError(f"Model.fit: `steps_per_epoch` must be a positive int. Received: "
                          f"steps_per_epoch={steps_per_epoch!r}")
     batches = epoch_iterator.EpochIterator(data, steps_per_epoch, "fit")
+    pad_size = getattr(data, "batch_size", None)
     val = None
     if validation_data is not None:
         val = epoch_iterator.EpochIterator(
@@ -42,10 +43,13 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             cbs.on_epoch_begin(epoch)
             batches.on_epoch_begin()
             step_logs, step = None, -1
-            for step, (bx, by, bsw) in enumerate(batches.epoch()):
+            epoch_batches = batches.epoch()
+            if pad_last_batch:
+                epoch_batches = epoch_iterator.pad_batches(epoch_batches, pad_size)
+            for step, batch in enumerate(epoch_batches):
                 if hooks:
                     cbs.on_train_batch_begin(step)
-                out = train_step(bx, by, bsw)
+                out = train_step(*batch)
                 if custom:
                     step_logs = out
                 if hooks:

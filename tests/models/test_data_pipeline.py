@@ -2,6 +2,8 @@
 
 import doctest
 import multiprocessing
+import os
+import signal
 import threading
 import time
 import warnings
@@ -172,6 +174,20 @@ def test_ctrl_c_during_fit_stops_the_workers(processes):
     data = Numbers(n=200, batch_size=2, delay=0.005, workers=3, use_multiprocessing=processes)
     with pytest.raises(KeyboardInterrupt):
         model.fit(data, callbacks=[Interrupt()], verbose=0)
+    assert not _no_worker_threads() and not multiprocessing.active_children()
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_sigint_while_waiting_for_a_slow_worker_stops_the_workers(processes):
+    model = _identity()
+    data = Numbers(n=40, batch_size=2, delay=0.2, workers=2, use_multiprocessing=processes)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(data, epochs=5, verbose=0)
+    finally:
+        timer.join()
     assert not _no_worker_threads() and not multiprocessing.active_children()
 
 
