@@ -73,7 +73,8 @@ def _factor_pair(who, name, factor, low=-1.0, high=1.0):
 
 
 class RandomFlip(_RandomImageLayer):
-    """Flips each image left-right and/or up-down, each with probability 1/2.
+    """Flips each image, with probability 1/2, left-right, up-down, or both (one decision per
+    image, as Keras 3 draws it).
 
     Args:
         mode: "horizontal", "vertical" or "horizontal_and_vertical" (default).
@@ -81,8 +82,7 @@ class RandomFlip(_RandomImageLayer):
 
     Example:
         >>> x = np.arange(4.0).reshape(1, 1, 4, 1)
-        >>> RandomFlip("horizontal").transform(np, x, {"horizontal": np.array([True]),
-        ...                                            "vertical": np.array([False])}).ravel()
+        >>> RandomFlip("horizontal").transform(np, x, {"flips": np.array([True])}).ravel()
         array([3., 2., 1., 0.])
     """
 
@@ -93,16 +93,16 @@ class RandomFlip(_RandomImageLayer):
         self.mode = mode
 
     def draw(self, rng, shape):
-        n = shape[0]
-        flips = rng.random((2, n)) < 0.5
-        return {"horizontal": flips[0] & (self.mode != "vertical"),
-                "vertical": flips[1] & (self.mode != "horizontal")}
+        return {"flips": rng.random(shape[0]) <= 0.5}
 
     def transform(self, xp, x, params):
-        horizontal = xp.asarray(params["horizontal"])[:, None, None, None]
-        vertical = xp.asarray(params["vertical"])[:, None, None, None]
-        x = xp.where(horizontal, x[:, :, ::-1], x)
-        return xp.where(vertical, x[:, ::-1], x)
+        flips = xp.asarray(params["flips"])[:, None, None, None]
+        flipped = x
+        if self.mode != "vertical":
+            flipped = flipped[:, :, ::-1]
+        if self.mode != "horizontal":
+            flipped = flipped[:, ::-1]
+        return xp.where(flips, flipped, x)
 
     def get_config(self):
         return {**super().get_config(), "mode": self.mode}
@@ -144,7 +144,7 @@ class RandomRotation(_AffineLayer):
     Args:
         factor: float ``f`` (angles in ``[-f, f] * 360`` degrees) or a pair ``(low, high)``;
             a fraction of a full turn.
-        fill_mode: "reflect" (default), "wrap", "constant", "nearest" or "mirror".
+        fill_mode: "reflect" (default), "wrap", "constant" or "nearest".
         interpolation: "bilinear" (default) or "nearest".
         fill_value: the value outside the image for "constant".
         seed, data_format: see the module docstring.

@@ -20,7 +20,7 @@ from kerasrs.ops.core import constant
 __all__ = ["Resizing", "CenterCrop"]
 
 INTERPOLATIONS = ("bilinear", "nearest")
-FILL_MODES = ("reflect", "wrap", "constant", "nearest", "mirror")
+FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
 
 def check_choice(who, name, value, allowed):
@@ -129,11 +129,12 @@ def affine_transform(xp, x, transforms, interpolation="bilinear", fill_mode="con
     """Apply one ``(8,)`` transform per image (Keras's ``[a0, a1, a2, b0, b1, b2, c0, c1]``,
     projective terms ignored) to NHWC images ``x`` (see the module docstring)."""
     n, h, w, c = x.shape
-    t = xp.asarray(transforms, dtype="float64").reshape(n, 8)
-    ys, xs = xp.meshgrid(xp.arange(h, dtype="float64"), xp.arange(w, dtype="float64"),
+    # float32 coordinates, as Keras computes them: nearest sampling then rounds alike
+    t = xp.asarray(transforms, dtype="float32").reshape(n, 8)
+    ys, xs = xp.meshgrid(xp.arange(h, dtype="float32"), xp.arange(w, dtype="float32"),
                          indexing="ij")
-    src_x = t[:, 0, None, None] * xs + t[:, 1, None, None] * ys + t[:, 2, None, None]
-    src_y = t[:, 3, None, None] * xs + t[:, 4, None, None] * ys + t[:, 5, None, None]
+    src_x = (ys * t[:, 1, None, None] + xs * t[:, 0, None, None]) + t[:, 2, None, None]
+    src_y = (ys * t[:, 4, None, None] + xs * t[:, 3, None, None]) + t[:, 5, None, None]
     batch = xp.arange(n)[:, None, None]
     if interpolation == "nearest":
         corners = [(xp.round(src_y).astype(np.int64), xp.round(src_x).astype(np.int64), 1.0)]

@@ -143,8 +143,8 @@ class Discretization(Layer):
         output_dtype: dtype of the result ("int64" for "int", "float32" otherwise).
 
     Raises:
-        ValueError: for both or neither of ``bin_boundaries`` and ``num_bins`` (unless adapting
-            later), an unknown output mode, or a call before the boundaries exist.
+        ValueError: for ``bin_boundaries`` and ``num_bins`` that disagree, an unknown output
+            mode, or a call before the boundaries exist.
 
     Example:
         >>> Discretization(bin_boundaries=[0.0, 1.0])(np.array([-1.0, 0.0, 0.5, 2.0])).numpy()
@@ -154,9 +154,11 @@ class Discretization(Layer):
     def __init__(self, bin_boundaries=None, num_bins=None, epsilon=0.01, output_mode="int",
                  sparse=False, dtype=None, name=None, output_dtype=None, **kwargs):
         super().__init__(name=name, dtype=dtype, **kwargs)
-        if bin_boundaries is not None and num_bins is not None:
-            raise ValueError(f"{self.name}: give `bin_boundaries` or `num_bins`, not both. "
-                             f"Received: bin_boundaries={bin_boundaries}, num_bins={num_bins}")
+        if bin_boundaries is not None and num_bins is not None and \
+                num_bins != len(bin_boundaries) + 1:  # both: an adapted layer's config
+            raise ValueError(f"{self.name}: give `bin_boundaries` or `num_bins` (or both, "
+                             f"with num_bins = len(bin_boundaries) + 1). Received: "
+                             f"bin_boundaries={bin_boundaries}, num_bins={num_bins}")
         categorical.check_output_mode(self.name, output_mode, ("int", "one_hot", "multi_hot",
                                                                "count"))
         if sparse:
