@@ -1,6 +1,6 @@
 """Preprocessing and augmentation layers: Keras 3 parity (tests/fixtures/keras_preprocessing.npz,
 written by make_keras_preprocessing.py), Keras's documented examples for the lookup and text
-layers (Keras needs TensorFlow for those), training-only augmentation, seeds, config and
+layers and Hashing (Keras needs TensorFlow for those), training-only augmentation, seeds, config and
 .keras round trips with adapted state."""
 
 import doctest
@@ -11,8 +11,8 @@ import pytest
 
 import kerasrs
 from kerasrs import layers
-from kerasrs.layers.preprocessing import (augmentation, categorical, image, numerical,
-                                          text_vectorization)
+from kerasrs.layers.preprocessing import (augmentation, categorical, hashing, image,
+                                          numerical, text_vectorization)
 
 REF = np.load(pathlib.Path(__file__).parents[1] / "fixtures" / "keras_preprocessing.npz")
 IMAGES = REF["images"]
@@ -180,6 +180,20 @@ def test_integer_lookup_documented_examples():
         layers.IntegerLookup(vocabulary=[1, 1])
 
 
+def test_hashing_documented_examples():
+    letters = np.array([["A"], ["B"], ["C"], ["D"], ["E"]])
+    np.testing.assert_array_equal(layers.Hashing(num_bins=3)(letters).numpy().ravel(),
+                                  [1, 0, 1, 1, 2])
+    masked = layers.Hashing(num_bins=3, mask_value="")
+    np.testing.assert_array_equal(
+        masked(np.array([["A"], ["B"], [""], ["C"], ["D"]])).numpy().ravel(), [1, 1, 0, 2, 2])
+    np.testing.assert_array_equal(
+        layers.Hashing(num_bins=3, output_mode="one_hot")(letters[:, 0]).numpy(),
+        np.eye(3)[[1, 0, 1, 1, 2]])
+    with pytest.raises(NotImplementedError, match=r"salted hashing"):
+        layers.Hashing(num_bins=3, salt=1)
+
+
 def test_text_vectorization_int_and_multi_hot():
     layer = layers.TextVectorization(output_sequence_length=4)
     layer.adapt(["The cat sat.", "the dog, the cat"])
@@ -239,6 +253,7 @@ CONFIGURED = [
     lambda: layers.Normalization(mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 9.0]),
     lambda: layers.Discretization(bin_boundaries=[0.0, 1.0], output_mode="count"),
     lambda: layers.CategoryEncoding(5, output_mode="count"),
+    lambda: layers.Hashing(7, mask_value="", output_mode="multi_hot"),
     lambda: layers.StringLookup(vocabulary=["x", "y"], mask_token="", output_mode="one_hot"),
     lambda: layers.IntegerLookup(vocabulary=[4, 5], num_oov_indices=2),
     lambda: layers.TextVectorization(max_tokens=10, ngrams=2, output_sequence_length=3),
@@ -303,7 +318,7 @@ def test_bad_arguments_name_the_layer():
 
 def test_docstring_examples():
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(verbose=False)
-    for module in (numerical, categorical, image, augmentation, text_vectorization):
+    for module in (numerical, categorical, hashing, image, augmentation, text_vectorization):
         names = {n: getattr(module, n) for n in module.__all__}
         for test in finder.find(module, globs={"np": np, **names}):
             runner.run(test)

@@ -14,11 +14,12 @@ from kerasrs.layers.preprocessing.augmentation import (RandomBrightness,  # noqa
                                                        RandomZoom)
 from kerasrs.layers.preprocessing.categorical import (CategoryEncoding,  # noqa: F401
                                                       IntegerLookup, StringLookup)
+from kerasrs.layers.preprocessing.hashing import Hashing  # noqa: F401
 from kerasrs.layers.preprocessing.image import CenterCrop, Resizing  # noqa: F401
 from kerasrs.layers.preprocessing.numerical import Discretization, Normalization  # noqa: F401
 from kerasrs.layers.preprocessing.text_vectorization import TextVectorization  # noqa: F401
 
-__all__ = ["Normalization", "Discretization", "CategoryEncoding", "IntegerLookup",
+__all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "IntegerLookup",
            "StringLookup", "TextVectorization", "Resizing", "CenterCrop", "RandomFlip",
            "RandomRotation", "RandomTranslation", "RandomZoom", "RandomContrast",
            "RandomBrightness", "RandomCrop"]
