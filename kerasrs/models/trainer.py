@@ -396,9 +396,17 @@ class Trainer:
                  steps=None, callbacks=None, return_dict=False, **kwargs):
         """Loss and metrics on the data in inference mode, over all samples.
 
+        ``x`` is arrays (with ``y`` and ``sample_weight``), or a `kerasrs.utils.PyDataset`, a
+        generator or an iterable of ``(x, y[, sample_weight])`` batches; ``steps`` limits the
+        batches (a generator is advanced exactly ``steps`` times). The loss is the mean over
+        samples, batches weighted by their size.
+
         Returns:
             A float (loss only), a list ``[loss, *metrics]`` in `metrics_names` order, or a dict
             with ``return_dict=True``.
+
+        Raises:
+            TypeError: for ``x`` of a kind not listed above.
         """
         self._require_compiled("evaluate")
         data = epoch_iterator.get_adapter("evaluate", x, y, sample_weight, batch_size)
