@@ -8,9 +8,10 @@ An exception in a worker is re-raised in the caller with the worker's traceback 
 chained as the ``__cause__``). When the consumer stops (end of data, an error, ``close()``, or
 Ctrl-C in the main thread), pending loads are cancelled and the pool is shut down and joined:
 no thread or process outlives the iteration. Worker processes ignore SIGINT (Ctrl-C reaches the
-parent, which shuts them down) and, when ``threadpoolctl`` is installed, cap their BLAS/OpenMP
-pools at one thread each so that ``workers`` loaders do not oversubscribe the cores; nothing
-changes in the parent process.
+parent, which shuts them down) and, when ``threadpoolctl`` is installed (``pip install
+kerasrs[data]``), cap their BLAS/OpenMP pools at one thread each so that ``workers`` loaders do
+not oversubscribe the cores. Nothing changes in the parent process, on import or later: worker
+threads share the parent's BLAS pool, whose size stays the user's choice.
 """
 
 import collections

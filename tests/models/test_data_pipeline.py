@@ -148,6 +148,27 @@ def test_shuffled_batch_order_is_deterministic_for_a_seed():
     assert orders[0] == orders[1] and orders[0] != sorted(orders[0])
 
 
+class BlasThreads(kerasrs.utils.PyDataset):
+    """Each batch reports the BLAS thread count of the process that loaded it."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        import threadpoolctl
+
+        counts = [p["num_threads"] for p in threadpoolctl.threadpool_info()] or [1]
+        return np.full((1, 1), max(counts), "float32"), np.zeros((1, 1), "float32")
+
+
+def test_worker_processes_cap_blas_threads_and_the_parent_keeps_its_own():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    before = threadpoolctl.threadpool_info()
+    loaded = _identity().predict(BlasThreads(workers=2, use_multiprocessing=True), verbose=0)
+    assert loaded.ravel().tolist() == [1.0] * 4
+    assert threadpoolctl.threadpool_info() == before
+
+
 # -- errors and interruption leave nothing running --------------------------------------------
 @pytest.mark.parametrize("processes", [False, True])
 def test_worker_exception_reaches_the_caller_with_its_traceback(processes):
