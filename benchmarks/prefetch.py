@@ -55,16 +55,18 @@ def main():
                "workers=2 processes": (load, {"workers": 2, "use_multiprocessing": True})}
     data = {name: Delayed(x, y, args.batch_size, args.batches, delay, **opts)
             for name, (delay, opts) in configs.items()}
-    best = {name: float("inf") for name in configs}
+    times = {name: [] for name in configs}
     for _ in range(args.rounds):  # alternate, so that machine load hits every config alike
         for name, dataset in data.items():
-            best[name] = min(best[name], _epoch(model, dataset))
+            times[name].append(_epoch(model, dataset))
+    best = {name: min(t) for name, t in times.items()}
     steps, loads = best["step only (no load)"], load * args.batches
     print(f"{args.batches} batches of {args.batch_size}: step {steps:.2f} s/epoch (measured), "
           f"load {loads:.2f} s/epoch (set); sum {steps + loads:.2f} s, max "
           f"{max(steps, loads):.2f} s")
     for name, seconds in best.items():
-        print(f"  {name:26s} {seconds:6.2f} s/epoch  ({seconds / max(steps, loads):.2f} x max)")
+        print(f"  {name:26s} best {seconds:6.2f} s/epoch ({seconds / max(steps, loads):.2f} x max)"
+              f", median {np.median(times[name]):6.2f} s")
 
 
 def _epoch(model, dataset):
