@@ -78,7 +78,25 @@ def _is_iterator_source(x):
         hasattr(x, "__iter__") and not hasattr(x, "__getitem__"))
 
 
-class ArrayAdapter:
+class Adapter:
+    """What `EpochIterator` needs of a data source: `batches` (one pass), ``num_batches`` (per
+    pass, None if unknown), ``one_shot`` (True if a second pass is impossible) and the epoch
+    hooks."""
+
+    num_batches = None
+    one_shot = False
+
+    def batches(self):
+        raise NotImplementedError
+
+    def on_epoch_begin(self):
+        pass
+
+    def on_epoch_end(self):
+        pass
+
+
+class ArrayAdapter(Adapter):
     """Arrays sliced into batches of ``batch_size`` (shuffled per pass as ``shuffle`` says)."""
 
     def __init__(self, method, x, y, sample_weight, batch_size, shuffle, class_weight):
@@ -104,11 +122,8 @@ class ArrayAdapter:
             yield (data_adapter.slice_struct(x, index), data_adapter.slice_struct(y, index),
                    data_adapter.slice_struct(sample_weight, index))
 
-    def on_epoch_end(self):
-        pass
 
-
-class PyDatasetAdapter:
+class PyDatasetAdapter(Adapter):
     """A `PyDataset`: batches in order, or in a random order per pass with ``shuffle``;
     loaded by its workers when ``workers > 1`` or ``use_multiprocessing``."""
 
@@ -144,7 +159,7 @@ class PyDatasetAdapter:
         self.dataset.on_epoch_end()
 
 
-class IterableAdapter:
+class IterableAdapter(Adapter):
     """A generator (one pass, ever) or a re-iterable object (a new pass per ``iter()``)."""
 
     def __init__(self, method, source, class_weight):
@@ -161,9 +176,6 @@ class IterableAdapter:
         for batch in self.source:
             yield standardize_batch(self.method, batch, self.class_weight,
                                     type(self.source).__name__)
-
-    def on_epoch_end(self):
-        pass
 
 
 def standardize_batch(method, batch, class_weight, where):
@@ -260,7 +272,7 @@ class EpochIterator:
             if count == 0:
                 self._ran_out(0)
             return
-        if not self.resume and not getattr(self.adapter, "one_shot", False):
+        if not self.resume and not self.adapter.one_shot:
             self.close()
         for step in range(self.steps):
             batch = self._next(restart=step == 0)
@@ -281,31 +293,29 @@ class EpochIterator:
         """The next batch of the running pass, or (``restart``) of a new one; None at the end."""
         for attempt in range(2 if restart else 1):
             if self._pass is None:
-                if attempt and getattr(self.adapter, "one_shot", False):
+                if attempt and self.adapter.one_shot:
                     break
                 self._pass = self.adapter.batches()
             batch = next(self._pass, None)
             if batch is not None:
                 return batch
             self._pass = None
-        if getattr(self.adapter, "one_shot", False):
+        if self.adapter.one_shot:
             self.exhausted = True
         return None
 
     def _ran_out(self, step):
-        one_shot = getattr(self.adapter, "one_shot", False)
-        self.exhausted = self.exhausted or one_shot
-        tail = ("Make sure that the generator can produce `steps_per_epoch * epochs` batches; "
-                "training stops here." if self.exhausted else
-                "The next epoch starts a new pass over the data.")
+        self.exhausted = self.exhausted or self.adapter.one_shot
+        tail = "" if self.method != "fit" else (
+            "Make sure that the generator can produce `steps_per_epoch * epochs` batches; "
+            "training stops here." if self.exhausted else
+            "The next epoch starts a new pass over the data.")
         warnings.warn(f"Model.{self.method}: the data ran out after {step} batches"
-                      f"{'' if self.steps is None else f' of {self.steps}'} in this epoch. "
-                      f"{tail}", stacklevel=4)
+                      f"{'' if self.steps is None else f' of {self.steps}'} in this epoch."
+                      f"{' ' + tail if tail else ''}", stacklevel=4)
 
     def on_epoch_begin(self):
-        hook = getattr(self.adapter, "on_epoch_begin", None)
-        if hook is not None:
-            hook()
+        self.adapter.on_epoch_begin()
 
     def on_epoch_end(self):
         self.adapter.on_epoch_end()
