@@ -3,13 +3,19 @@
 import numpy as np
 
 from kerasrs.callbacks import CallbackList
-from kerasrs.models import data_adapter, epoch_iterator, trainer
+from kerasrs.models import data_adapter, epoch_iterator, interrupts, trainer
 
 
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,
         shuffle, class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps,
         validation_batch_size, validation_freq, pad_last_batch=False):
-    """Run ``Model.fit`` (arguments as documented there); returns the `History`."""
+    """Run ``Model.fit`` (arguments as documented there); returns the `History`.
+
+    Ctrl-C (SIGINT) stops training once the current batch is done (a second Ctrl-C interrupts at
+    once): the unfinished epoch is dropped, ``on_train_end`` runs (so callbacks restore weights,
+    close files and keep backups), ``model.history`` keeps the finished epochs, and then
+    KeyboardInterrupt is raised. Prefetch workers are stopped on every way out.
+    """
     _check_epochs(epochs, initial_epoch)
     if validation_split and validation_data is None:
         x, y, sample_weight, validation_data = _split(x, y, sample_weight, validation_split)
@@ -35,8 +41,12 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     model._train_variables = model._loss_layers = None
     train_step, custom = model._step_function("train")
     hooks = cbs.wants_batch_hooks("train")
-    logs = {}
+    logs = training_logs = {}
+    interrupted = None
     cbs.on_train_begin()
+    # a BackupAndRestore callback sets where a resumed fit starts
+    initial_epoch = model.__dict__.pop("_initial_epoch", None) or initial_epoch
+    sigint = interrupts.DeferredInterrupt()
     try:
         for epoch in range(initial_epoch, epochs):
             model.reset_metrics()
@@ -55,8 +65,10 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
                 if hooks:
                     cbs.on_train_batch_end(step, step_logs if custom else
                                            model.get_metrics_result())
-                if model.stop_training:
+                if model.stop_training or sigint.requested:
                     break
+            if sigint.requested:
+                break  # Ctrl-C: the unfinished epoch is not logged
             if batches.exhausted and step < 0:
                 break  # a generator ran dry: no epoch to report
             batches.on_epoch_end()
@@ -66,13 +78,25 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
                 val_logs = model._evaluate_batches(val, cbs)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
-            if model.stop_training or batches.exhausted:
+            training_logs = logs
+            if model.stop_training or sigint.requested or batches.exhausted:
                 break
+    except KeyboardInterrupt as e:  # Ctrl-C that the deferred handler did not catch
+        interrupted = e
     finally:
-        batches.close()
+        sigint.restore()
+        batches.close()  # stops prefetch workers on every way out
         if val is not None:
             val.close()
-    cbs.on_train_end(logs)
+    if sigint.requested and interrupted is None:
+        interrupted = KeyboardInterrupt("Model.fit was interrupted (Ctrl-C); model.history "
+                                        "holds the finished epochs.")
+    if epochs > 0 and model.optimizer is not None:
+        model.optimizer.finalize_variable_values(model.trainable_weights)
+    # on an interrupt too: callbacks restore weights, close files and keep their backups
+    cbs.on_train_end(training_logs)
+    if interrupted is not None:
+        raise interrupted
     return model.history
 
 
