@@ -180,6 +180,14 @@ def test_integer_lookup_documented_examples():
         layers.IntegerLookup(vocabulary=[1, 1])
 
 
+def test_discretization_adapt_documented_example():
+    # Keras's adapt needs TensorFlow (an approximate quantile summary); its documented result:
+    data = np.array([[-1.5, 1.0, 3.4, 0.5], [0.0, 3.0, 1.3, 0.0]])
+    layer = layers.Discretization(num_bins=4, epsilon=0.01)
+    layer.adapt(data)
+    np.testing.assert_array_equal(layer(data).numpy(), [[0, 2, 3, 1], [1, 3, 2, 1]])
+
+
 def test_hashing_documented_examples():
     letters = np.array([["A"], ["B"], ["C"], ["D"], ["E"]])
     np.testing.assert_array_equal(layers.Hashing(num_bins=3)(letters).numpy().ravel(),
