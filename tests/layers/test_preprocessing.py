@@ -300,6 +300,19 @@ def test_keras_file_keeps_adapted_state(tmp_path):
     loaded = kerasrs.models.load_model(path)
     np.testing.assert_allclose(loaded.predict(TABLE, verbose=0), model.predict(TABLE, verbose=0),
                                rtol=1e-6)
+    ids = kerasrs.Input((3,), dtype="int64")
+    integer = layers.IntegerLookup(output_mode="multi_hot")
+    integer.adapt(np.array([[7, 7, 9], [3, 9, 7]]))
+    bins_in = kerasrs.Input((3,))
+    scores = layers.Dense(1)(layers.Concatenate()([
+        integer(ids), layers.Flatten()(layers.Discretization(
+            bin_boundaries=bins.bin_boundaries, output_mode="one_hot")(bins_in))]))
+    mixed = kerasrs.Model([ids, bins_in], scores)
+    mixed.save(tmp_path / "mixed.keras")
+    again = kerasrs.models.load_model(tmp_path / "mixed.keras")
+    inputs = [np.array([[7, 3, 5], [9, 9, 9]]), TABLE[:2]]
+    np.testing.assert_allclose(again.predict(inputs, verbose=0), mixed.predict(inputs, verbose=0),
+                               rtol=1e-6)
     for layer, x in ((lookup, np.array(["a", "c", "z"])), (bins, TABLE[:5, 0]),
                      (text, np.array(["red fish swim"]))):
         clone = kerasrs.layers.deserialize(kerasrs.layers.serialize(layer))
