@@ -218,7 +218,8 @@ def test_text_vectorization_int_and_multi_hot():
 # -- training-only augmentation, seeds, models --------------------------------------------------
 AUGMENTERS = [lambda s: layers.RandomFlip(seed=s), lambda s: layers.RandomRotation(0.2, seed=s),
               lambda s: layers.RandomTranslation(0.2, 0.2, seed=s),
-              lambda s: layers.RandomZoom(0.3, seed=s), lambda s: layers.RandomContrast(0.5, seed=s),
+              lambda s: layers.RandomZoom(0.3, seed=s),
+              lambda s: layers.RandomContrast(0.5, seed=s),
               lambda s: layers.RandomBrightness(0.3, seed=s)]
 
 

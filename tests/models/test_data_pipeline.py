@@ -6,7 +6,6 @@ import os
 import signal
 import threading
 import time
-import warnings
 
 import numpy as np
 import pytest
@@ -101,7 +100,8 @@ class FakeLoader:
     def __iter__(self):
         self.passes += 1
         for i in range(0, len(self.x), self.batch_size):
-            yield FakeTensor(self.x[i:i + self.batch_size]), FakeTensor(self.y[i:i + self.batch_size])
+            part = slice(i, i + self.batch_size)
+            yield FakeTensor(self.x[part]), FakeTensor(self.y[part])
 
 
 def _identity():
