@@ -306,7 +306,7 @@ class EpochIterator:
 
     def _ran_out(self, step):
         self.exhausted = self.exhausted or self.adapter.one_shot
-        tail = "" if self.method != "fit" else (
+        tail = "" if not self.resume else (
             "Make sure that the generator can produce `steps_per_epoch * epochs` batches; "
             "training stops here." if self.exhausted else
             "The next epoch starts a new pass over the data.")

@@ -33,7 +33,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     if validation_data is not None:
         val = epoch_iterator.EpochIterator(
             _validation_adapter(validation_data, validation_batch_size or batch_size),
-            validation_steps, "fit", resume=False)
+            validation_steps, "fit (validation_data)", resume=False)
     verbose = trainer._verbose(verbose)
     cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=model,
                        verbose=verbose, epochs=epochs, steps=batches.num_steps)
@@ -76,7 +76,8 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
             if val is not None and _should_validate(epoch, validation_freq):
                 val_logs = model._evaluate_batches(val, cbs)
-                logs.update({f"val_{k}": v for k, v in val_logs.items()})
+                if not val.exhausted:  # a spent validation generator gives no numbers
+                    logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
             training_logs = logs
             if model.stop_training or sigint.requested or batches.exhausted:

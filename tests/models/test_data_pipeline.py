@@ -301,6 +301,17 @@ def test_pydataset_in_evaluate_predict_and_as_validation_data():
     assert history.history["val_loss"] == [0.0, 0.0]
 
 
+def test_a_spent_validation_generator_warns_and_adds_no_val_logs():
+    def two():
+        for _ in range(2):
+            yield np.ones((2, 1), "float32"), np.zeros((2, 1), "float32")
+
+    x = np.ones((4, 1), "float32")
+    with pytest.warns(UserWarning, match=r"fit \(validation_data\): the data ran out"):
+        history = _identity().fit(x, x, validation_data=two(), epochs=2, verbose=0)
+    assert history.history["val_loss"] == [1.0]
+
+
 def test_arrays_with_steps_per_epoch_still_restart_passes():
     x = np.arange(6, dtype="float32")[:, None]
     model = _identity()
