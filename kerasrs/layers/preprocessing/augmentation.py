@@ -151,19 +151,17 @@ class RandomRotation(_AffineLayer):
     """
 
     def __init__(self, factor, fill_mode="reflect", interpolation="bilinear", seed=None,
-                 fill_value=0.0, value_range=(0, 255), data_format=None, **kwargs):
+                 fill_value=0.0, data_format=None, **kwargs):
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         self.factor = factor
         self._range = _factor_pair(self.name, "factor", factor, -math.inf, math.inf)
-        self.value_range = value_range
 
     def draw(self, rng, shape):
         angles = rng.uniform(self._range[0] * 360.0, self._range[1] * 360.0, shape[0])
         return {"matrix": rotation_matrix(angles, shape[1], shape[2])}
 
     def get_config(self):
-        return {**super().get_config(), "factor": self.factor,
-                "value_range": list(self.value_range)}
+        return {**super().get_config(), "factor": self.factor}
 
 
 class RandomTranslation(_AffineLayer):

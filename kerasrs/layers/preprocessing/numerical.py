@@ -140,7 +140,8 @@ class Discretization(Layer):
         output_mode: "int" (bucket ids), "one_hot", "multi_hot" or "count" (see
             `CategoryEncoding`).
         sparse: only False is supported.
-        output_dtype: dtype of the result ("int64" for "int", "float32" otherwise).
+
+    Outputs are int64 ids ("int") or float vectors of the layer's dtype.
 
     Raises:
         ValueError: for ``bin_boundaries`` and ``num_bins`` that disagree, an unknown output
@@ -152,7 +153,7 @@ class Discretization(Layer):
     """
 
     def __init__(self, bin_boundaries=None, num_bins=None, epsilon=0.01, output_mode="int",
-                 sparse=False, dtype=None, name=None, output_dtype=None, **kwargs):
+                 sparse=False, dtype=None, name=None, **kwargs):
         super().__init__(name=name, dtype=dtype, **kwargs)
         if bin_boundaries is not None and num_bins is not None and \
                 num_bins != len(bin_boundaries) + 1:  # both: an adapted layer's config
@@ -168,7 +169,6 @@ class Discretization(Layer):
                                                                    bin_boundaries]
         self.num_bins, self.epsilon = num_bins, epsilon
         self.output_mode, self.sparse = output_mode, False
-        self.output_dtype = output_dtype or ("int64" if output_mode == "int" else "float32")
 
     def adapt(self, data, steps=None):
         """Learn ``num_bins - 1`` boundaries: the quantiles ``i / num_bins`` of ``data``."""
@@ -187,15 +187,14 @@ class Discretization(Layer):
         xp = inputs.backend.xp
         ids = xp.digitize(inputs.data, xp.asarray(self.bin_boundaries, inputs.data.dtype))
         if self.output_mode == "int":
-            return constant(ids.astype(self.output_dtype), inputs.backend)
+            return constant(ids.astype("int64"), inputs.backend)
         return categorical.encode(ids, len(self.bin_boundaries) + 1, self.output_mode,
-                                  self.output_dtype, inputs.backend)
+                                  self.compute_dtype, inputs.backend)
 
     def get_config(self):
         return {**super().get_config(), "bin_boundaries": self.bin_boundaries,
                 "num_bins": self.num_bins, "epsilon": self.epsilon,
-                "output_mode": self.output_mode, "sparse": self.sparse,
-                "output_dtype": self.output_dtype}
+                "output_mode": self.output_mode, "sparse": self.sparse}
 
 
 def _chain(first, rest):
