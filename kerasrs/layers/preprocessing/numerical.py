@@ -26,8 +26,8 @@ class Normalization(Layer):
         mean, variance: optional fixed statistics, broadcastable to the kept axes.
         invert: bool, undo a normalization instead.
 
-    Weights (when adapted): ``mean`` and ``variance`` of the kept axes' shape and ``count``
-    (int64 scalar), non-trainable, saved with the model.
+XX
+    (int32 scalar: the samples seen; Keras leaves it 0), non-trainable, saved with the model.
 
     Raises:
         ValueError: for only one of ``mean``/``variance``, shapes that differ, an axis out of
@@ -71,7 +71,7 @@ class Normalization(Layer):
             shape = tuple(input_shape[a] for a in self._keep)
             self.adapt_mean = self.add_weight("mean", shape, "zeros", trainable=False)
             self.adapt_variance = self.add_weight("variance", shape, "ones", trainable=False)
-            self.count = self.add_weight("count", (), "zeros", dtype="int64", trainable=False)
+            self.count = self.add_weight("count", (), "zeros", dtype="int32", trainable=False)
 
     def adapt(self, data, steps=None):
         """Set ``mean`` and ``variance`` from ``data`` (an array, a `PyDataset` or an iterable
@@ -97,7 +97,7 @@ class Normalization(Layer):
             mean, total = new_mean, total + size
         self.adapt_mean.assign(np.asarray(mean, self.adapt_mean.dtype))
         self.adapt_variance.assign(np.asarray(variance, self.adapt_variance.dtype))
-        self.count.assign(np.asarray(total, "int64"))
+        self.count.assign(np.asarray(total, "int32"))
 
     def _statistics(self, dtype):
         if self.input_mean is not None:
