@@ -26,7 +26,7 @@ class Normalization(Layer):
         mean, variance: optional fixed statistics, broadcastable to the kept axes.
         invert: bool, undo a normalization instead.
 
-XX
+    Weights (when adapted): ``mean`` and ``variance`` of the kept axes' shape and ``count``
     (int32 scalar: the samples seen; Keras leaves it 0), non-trainable, saved with the model.
 
     Raises:
