@@ -12,6 +12,11 @@ from kerasrs.layers.preprocessing.augmentation import (RandomBrightness,  # noqa
                                                        RandomContrast, RandomCrop, RandomFlip,
                                                        RandomRotation, RandomTranslation,
                                                        RandomZoom)
+from kerasrs.layers.preprocessing.color import (AutoContrast,  # noqa: F401
+                                                RandomColorDegeneration, RandomGrayscale,
+                                                RandomHue, RandomInvert, RandomPosterization,
+                                                RandomSaturation, RandomSharpness, Solarization)
+from kerasrs.layers.preprocessing.mixing import CutMix, MixUp, Pipeline  # noqa: F401
 from kerasrs.layers.preprocessing.categorical import (CategoryEncoding,  # noqa: F401
                                                       IntegerLookup, StringLookup)
 from kerasrs.layers.preprocessing.hashing import Hashing  # noqa: F401
@@ -22,4 +27,6 @@ from kerasrs.layers.preprocessing.text_vectorization import TextVectorization  #
 __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "IntegerLookup",
            "StringLookup", "TextVectorization", "Resizing", "CenterCrop", "RandomFlip",
            "RandomRotation", "RandomTranslation", "RandomZoom", "RandomContrast",
-           "RandomBrightness", "RandomCrop"]
+           "RandomBrightness", "RandomCrop", "RandomGrayscale", "RandomInvert", "Solarization",
+           "AutoContrast", "RandomSaturation", "RandomHue", "RandomColorDegeneration",
+           "RandomPosterization", "RandomSharpness", "MixUp", "CutMix", "Pipeline"]

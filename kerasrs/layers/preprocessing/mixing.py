@@ -1,0 +1,133 @@
+"""Batch-mixing augmentation (`MixUp`, `CutMix`) and `Pipeline`, with Keras 3's names.
+
+The mixing layers pair each image with another of the batch (a random permutation) and blend
+the two: `MixUp` by a weight ``w ~ Beta(alpha, alpha)`` (Zhang et al., "mixup: Beyond
+Empirical Risk Minimization", ICLR 2018, eq. 1), `CutMix` by pasting a random box of the
+partner (Yun et al., "CutMix", ICCV 2019, eq. 1-2). ``layer(images)`` mixes the images only
+(Keras's dict input ``{"images", "labels"}`` is not supported); to mix labels too, draw once
+with ``params = layer.draw(rng, images.shape)`` and apply ``layer.transform(np, images,
+params)`` and ``layer.mix_labels(np, labels, params)``.
+"""
+
+import numpy as np
+
+from kerasrs.layers.base import Layer
+from kerasrs.layers.preprocessing.augmentation import _RandomImageLayer
+from kerasrs.layers.preprocessing.color import keras_factor
+from kerasrs.layers.serialization import deserialize, serialize
+
+__all__ = ["MixUp", "CutMix", "Pipeline"]
+
+
+class _MixingLayer(_RandomImageLayer):
+
+    def mix_labels(self, xp, labels, params):
+        """Labels ``(batch, classes)`` mixed with the images' weights and partners."""
+        w = xp.asarray(params["mix_weight"], labels.dtype).reshape(-1, 1)
+        return w * labels + (1 - w) * labels[xp.asarray(params["permutation_order"])]
+
+
+class MixUp(_MixingLayer):
+    """Blends each image with a partner of the batch: ``w x + (1 - w) x[perm]``.
+
+    Args:
+        alpha: the Beta distribution's concentration (> 0). Defaults to 0.2.
+        data_format, seed: see `kerasrs.layers.preprocessing.augmentation`.
+    """
+
+    def __init__(self, alpha=0.2, data_format=None, seed=None, **kwargs):
+        super().__init__(seed, data_format, **kwargs)
+        if not alpha > 0:
+            raise ValueError(f"{self.name}: `alpha` must be > 0. Received: alpha={alpha!r}")
+        self.alpha = alpha
+
+    def draw(self, rng, shape):
+        return {"permutation_order": rng.permutation(shape[0]),
+                "mix_weight": rng.beta(self.alpha, self.alpha, shape[0])}
+
+    def transform(self, xp, x, params):
+        w = xp.asarray(params["mix_weight"], x.dtype).reshape(-1, 1, 1, 1)
+        return (w * x + (1 - w) * x[xp.asarray(params["permutation_order"])]).astype(x.dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "alpha": self.alpha}
+
+
+class CutMix(_MixingLayer):
+    """Pastes into each image a box of its partner covering ``1 - w`` of the area (``w ~
+    Beta(a, a)``, ``a`` drawn from ``factor`` once per batch); ``mix_weight`` becomes the area
+    left of the image itself.
+
+    Args:
+        factor: a number ``f`` (``a`` in ``[0, f]``) or a pair, in [0, 1]. Defaults to 1.0.
+        seed, data_format: see `kerasrs.layers.preprocessing.augmentation`.
+    """
+
+    def __init__(self, factor=1.0, seed=None, data_format=None, **kwargs):
+        super().__init__(seed, data_format, **kwargs)
+        self.factor = factor
+        self._range = keras_factor(self.name, factor, 0.0, 1.0)
+
+    def draw(self, rng, shape):
+        n, height, width = shape[:3]
+        alpha = rng.uniform(*self._range) + 1e-6
+        ratio = np.sqrt(1.0 - rng.beta(alpha, alpha, n))
+        box = {}
+        for axis, size in (("x", width), ("y", height)):
+            length = ratio * size
+            box[axis + "0"] = rng.random(n) * (size - length)
+            box[axis + "1"] = box[axis + "0"] + length
+        area = (box["x1"] - box["x0"]) * (box["y1"] - box["y0"])
+        return {**box, "permutation_order": rng.permutation(n),
+                "mix_weight": 1.0 - area / (width * height)}
+
+    def transform(self, xp, x, params):
+        rows = xp.arange(x.shape[1], dtype=x.dtype).reshape(1, -1, 1, 1)
+        cols = xp.arange(x.shape[2], dtype=x.dtype).reshape(1, 1, -1, 1)
+
+        def edge(key):
+            return xp.asarray(params[key], x.dtype).reshape(-1, 1, 1, 1)
+
+        inside = ((cols >= edge("x0")) & (cols < edge("x1")) &
+                  (rows >= edge("y0")) & (rows < edge("y1")))
+        return xp.where(inside, x[xp.asarray(params["permutation_order"])], x)
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor}
+
+
+class Pipeline(Layer):
+    """Applies ``layers`` one after the other, passing ``training`` on. Unlike `Sequential`
+    it is a layer: no model of its own, usable inside any model or on arrays.
+
+    Args:
+        layers: list of layers.
+        name: the layer name.
+    """
+
+    def __init__(self, layers, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        if not isinstance(layers, (list, tuple)) or \
+                not all(isinstance(layer, Layer) for layer in layers):
+            raise ValueError(f"{self.name}: `layers` must be a list of layers. Received: "
+                             f"layers={layers!r}")
+        self.layers = list(layers)
+
+    def call(self, inputs, training=True):
+        for layer in self.layers:
+            inputs = layer(inputs, training=training)
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        for layer in self.layers:
+            input_shape = layer.compute_output_shape(input_shape)
+        return input_shape
+
+    def get_config(self):
+        return {"name": self.name, "layers": [serialize(layer) for layer in self.layers]}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["layers"] = [deserialize(layer) for layer in config["layers"]]
+        return cls(**config)
