@@ -76,7 +76,8 @@ RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInver
           lambda s: layers.RandomPosterization((2, 6), seed=s),
           lambda s: layers.RandomSharpness(0.7, seed=s), lambda s: layers.MixUp(0.4, seed=s),
           lambda s: layers.CutMix(seed=s),
-          lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)])]
+          lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)]),
+          lambda s: layers.RandomColorJitter((0, 255), 0.2, 0.3, 0.4, 0.1, seed=s)]
 
 
 @pytest.mark.parametrize("make", RANDOM)
@@ -92,7 +93,7 @@ def test_only_when_training_seeded_and_channels_first(make):
     c = make(3)
     if hasattr(c, "data_format"):
         c.data_format = "channels_first"
-        for sub in getattr(c, "layers", ()):
+        for sub in getattr(c, "layers", getattr(c, "_steps", ())):
             sub.data_format = "channels_first"
         got = c(np.moveaxis(x, -1, 1)).numpy()
         np.testing.assert_allclose(np.moveaxis(got, 1, -1), first, atol=1e-4)
@@ -116,7 +117,8 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.RandomHue(0.3, (0, 1)), lambda: layers.RandomColorDegeneration(0.2),
               lambda: layers.RandomPosterization(4), lambda: layers.RandomSharpness(0.1),
               lambda: layers.MixUp(0.5, seed=2), lambda: layers.CutMix((0.2, 0.8)),
-              lambda: layers.Pipeline([layers.RandomInvert(), layers.AutoContrast()])]
+              lambda: layers.Pipeline([layers.RandomInvert(), layers.AutoContrast()]),
+              lambda: layers.RandomColorJitter((0, 1), 0.1, hue_factor=0.2, seed=3)]
 
 
 @pytest.mark.parametrize("make", CONFIGURED)

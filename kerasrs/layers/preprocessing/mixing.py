@@ -1,4 +1,4 @@
-"""Batch-mixing augmentation (`MixUp`, `CutMix`) and `Pipeline`, with Keras 3's names.
+"""Batch-mixing augmentation (`MixUp`, `CutMix`), `Pipeline` and `RandomColorJitter`, with Keras 3's names.
 
 The mixing layers pair each image with another of the batch (a random permutation) and blend
 the two: `MixUp` by a weight ``w ~ Beta(alpha, alpha)`` (Zhang et al., "mixup: Beyond
@@ -12,11 +12,12 @@ params)`` and ``layer.mix_labels(np, labels, params)``.
 import numpy as np
 
 from kerasrs.layers.base import Layer
-from kerasrs.layers.preprocessing.augmentation import _RandomImageLayer
-from kerasrs.layers.preprocessing.color import keras_factor
+from kerasrs.layers.preprocessing.augmentation import (RandomBrightness, RandomContrast,
+                                                       _RandomImageLayer)
+from kerasrs.layers.preprocessing.color import RandomHue, RandomSaturation, keras_factor
 from kerasrs.layers.serialization import deserialize, serialize
 
-__all__ = ["MixUp", "CutMix", "Pipeline"]
+__all__ = ["MixUp", "CutMix", "Pipeline", "RandomColorJitter"]
 
 
 class _MixingLayer(_RandomImageLayer):
@@ -131,3 +132,44 @@ class Pipeline(Layer):
         config = dict(config)
         config["layers"] = [deserialize(layer) for layer in config["layers"]]
         return cls(**config)
+
+
+class RandomColorJitter(Layer):
+    """Random brightness, contrast, saturation and hue, in that order (each only when its
+    factor is given), as `RandomBrightness`, `RandomContrast`, `RandomSaturation` and
+    `RandomHue` with the same ``value_range`` and ``seed``; images pass through in inference.
+
+    Args:
+        value_range: ``(low, high)`` of the pixel values. Defaults to (0, 255).
+        brightness_factor, contrast_factor, saturation_factor, hue_factor: the ``factor``
+            of each layer, or None (default) to skip it.
+        seed, data_format: see `kerasrs.layers.preprocessing.augmentation`.
+    """
+
+    def __init__(self, value_range=(0, 255), brightness_factor=None, contrast_factor=None,
+                 saturation_factor=None, hue_factor=None, seed=None, data_format=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.value_range, self.seed, self.data_format = list(value_range), seed, data_format
+        self.brightness_factor, self.contrast_factor = brightness_factor, contrast_factor
+        self.saturation_factor, self.hue_factor = saturation_factor, hue_factor
+        steps = [(RandomBrightness, brightness_factor), (RandomContrast, contrast_factor),
+                 (RandomSaturation, saturation_factor), (RandomHue, hue_factor)]
+        self._steps = [make(factor, value_range=value_range, seed=seed,
+                            data_format=data_format)
+                       for make, factor in steps if factor is not None]
+
+    def call(self, inputs, training=True):
+        for step in self._steps:
+            inputs = step(inputs, training=training)
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "value_range": self.value_range,
+                "brightness_factor": self.brightness_factor,
+                "contrast_factor": self.contrast_factor,
+                "saturation_factor": self.saturation_factor, "hue_factor": self.hue_factor,
+                "seed": self.seed, "data_format": self.data_format}
