@@ -39,6 +39,9 @@ PARITY = {
     "cutmix": (lambda: layers.CutMix(), IMAGES,
                {k: REF["cutmix/" + k] for k in ("x0", "x1", "y0", "y1")} |
                {"permutation_order": REF["mix/order"]}, 0),
+    "erasing": (lambda: layers.RandomErasing(), IMAGES,
+                {k: REF["cutmix/" + k] for k in ("x0", "x1", "y0", "y1")} |
+                {"apply": APPLY, "fill": REF["erasing/fill"]}, 0),
 }
 
 
@@ -75,7 +78,8 @@ RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInver
           lambda s: layers.RandomColorDegeneration(0.6, seed=s),
           lambda s: layers.RandomPosterization((2, 6), seed=s),
           lambda s: layers.RandomSharpness(0.7, seed=s), lambda s: layers.MixUp(0.4, seed=s),
-          lambda s: layers.CutMix(seed=s),
+          lambda s: layers.CutMix(seed=s), lambda s: layers.RandomErasing(seed=s),
+          lambda s: layers.RandomErasing(0.9, (0.1, 0.5), (1, 2, 3), seed=s),
           lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)]),
           lambda s: layers.RandomColorJitter((0, 255), 0.2, 0.3, 0.4, 0.1, seed=s)]
 
@@ -116,7 +120,7 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.AutoContrast((0, 1)), lambda: layers.RandomSaturation((0.2, 0.6)),
               lambda: layers.RandomHue(0.3, (0, 1)), lambda: layers.RandomColorDegeneration(0.2),
               lambda: layers.RandomPosterization(4), lambda: layers.RandomSharpness(0.1),
-              lambda: layers.MixUp(0.5, seed=2), lambda: layers.CutMix((0.2, 0.8)),
+              lambda: layers.MixUp(0.5, seed=2), lambda: layers.RandomErasing(0.5, 0.3, 7.0), lambda: layers.CutMix((0.2, 0.8)),
               lambda: layers.Pipeline([layers.RandomInvert(), layers.AutoContrast()]),
               lambda: layers.RandomColorJitter((0, 1), 0.1, hue_factor=0.2, seed=3)]
 
@@ -136,6 +140,7 @@ def test_config_round_trip(make):
     (lambda: layers.RandomHue("a"), "factor"), (lambda: layers.MixUp(0), "alpha"),
     (lambda: layers.Solarization(2.0), "addition_factor"),
     (lambda: layers.RandomPosterization(9), "factor"),
+    (lambda: layers.RandomErasing(fill_value="x"), "fill_value"),
     (lambda: layers.Pipeline([np.zeros(2)]), "layers")])
 def test_bad_arguments_name_the_layer(make, message):
     with pytest.raises(ValueError, match=message):

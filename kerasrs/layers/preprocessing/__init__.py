@@ -17,7 +17,7 @@ from kerasrs.layers.preprocessing.color import (AutoContrast,  # noqa: F401
                                                 RandomHue, RandomInvert, RandomPosterization,
                                                 RandomSaturation, RandomSharpness, Solarization)
 from kerasrs.layers.preprocessing.mixing import (CutMix, MixUp, Pipeline,  # noqa: F401
-                                                 RandomColorJitter)
+                                                 RandomColorJitter, RandomErasing)
 from kerasrs.layers.preprocessing.categorical import (CategoryEncoding,  # noqa: F401
                                                       IntegerLookup, StringLookup)
 from kerasrs.layers.preprocessing.hashing import Hashing  # noqa: F401
@@ -30,4 +30,5 @@ __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "In
            "RandomRotation", "RandomTranslation", "RandomZoom", "RandomContrast",
            "RandomBrightness", "RandomCrop", "RandomGrayscale", "RandomInvert", "Solarization",
            "AutoContrast", "RandomSaturation", "RandomHue", "RandomColorDegeneration",
-           "RandomPosterization", "RandomSharpness", "MixUp", "CutMix", "Pipeline", "RandomColorJitter"]
+           "RandomPosterization", "RandomSharpness", "MixUp", "CutMix", "Pipeline", "RandomColorJitter",
+           "RandomErasing"]

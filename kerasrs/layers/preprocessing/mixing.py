@@ -1,4 +1,4 @@
-"""Batch-mixing augmentation (`MixUp`, `CutMix`), `Pipeline` and `RandomColorJitter`, with Keras 3's names.
+"""Batch-mixing augmentation (`MixUp`, `CutMix`), `RandomErasing`, `Pipeline` and `RandomColorJitter`, with Keras 3's names.
 
 The mixing layers pair each image with another of the batch (a random permutation) and blend
 the two: `MixUp` by a weight ``w ~ Beta(alpha, alpha)`` (Zhang et al., "mixup: Beyond
@@ -13,11 +13,33 @@ import numpy as np
 
 from kerasrs.layers.base import Layer
 from kerasrs.layers.preprocessing.augmentation import (RandomBrightness, RandomContrast,
-                                                       _RandomImageLayer)
+                                                       _RandomImageLayer, _value_range)
 from kerasrs.layers.preprocessing.color import RandomHue, RandomSaturation, keras_factor
 from kerasrs.layers.serialization import deserialize, serialize
 
-__all__ = ["MixUp", "CutMix", "Pipeline", "RandomColorJitter"]
+__all__ = ["MixUp", "CutMix", "RandomErasing", "Pipeline", "RandomColorJitter"]
+
+
+def _draw_boxes(rng, n, height, width, ratio_x, ratio_y):
+    """Boxes ``ratio`` of the image's width and height, at uniform random positions."""
+    box = {}
+    for axis, size, ratio in (("x", width, ratio_x), ("y", height, ratio_y)):
+        length = ratio * size
+        box[axis + "0"] = rng.random(n) * (size - length)
+        box[axis + "1"] = box[axis + "0"] + length
+    return box
+
+
+def _box_mask(xp, x, params):
+    """``(n, h, w, 1)`` True inside each image's box ``[x0, x1) x [y0, y1)`` (pixel indices)."""
+    rows = xp.arange(x.shape[1], dtype=x.dtype).reshape(1, -1, 1, 1)
+    cols = xp.arange(x.shape[2], dtype=x.dtype).reshape(1, 1, -1, 1)
+
+    def edge(key):
+        return xp.asarray(params[key], x.dtype).reshape(-1, 1, 1, 1)
+
+    return ((cols >= edge("x0")) & (cols < edge("x1")) &
+            (rows >= edge("y0")) & (rows < edge("y1")))
 
 
 class _MixingLayer(_RandomImageLayer):
@@ -73,28 +95,62 @@ class CutMix(_MixingLayer):
         n, height, width = shape[:3]
         alpha = rng.uniform(*self._range) + 1e-6
         ratio = np.sqrt(1.0 - rng.beta(alpha, alpha, n))
-        box = {}
-        for axis, size in (("x", width), ("y", height)):
-            length = ratio * size
-            box[axis + "0"] = rng.random(n) * (size - length)
-            box[axis + "1"] = box[axis + "0"] + length
+        box = _draw_boxes(rng, n, height, width, ratio, ratio)
         area = (box["x1"] - box["x0"]) * (box["y1"] - box["y0"])
         return {**box, "permutation_order": rng.permutation(n),
                 "mix_weight": 1.0 - area / (width * height)}
 
     def transform(self, xp, x, params):
-        rows = xp.arange(x.shape[1], dtype=x.dtype).reshape(1, -1, 1, 1)
-        cols = xp.arange(x.shape[2], dtype=x.dtype).reshape(1, 1, -1, 1)
-
-        def edge(key):
-            return xp.asarray(params[key], x.dtype).reshape(-1, 1, 1, 1)
-
-        inside = ((cols >= edge("x0")) & (cols < edge("x1")) &
-                  (rows >= edge("y0")) & (rows < edge("y1")))
-        return xp.where(inside, x[xp.asarray(params["permutation_order"])], x)
+        return xp.where(_box_mask(xp, x, params), x[xp.asarray(params["permutation_order"])], x)
 
     def get_config(self):
         return {**super().get_config(), "factor": self.factor}
+
+
+class RandomErasing(_RandomImageLayer):
+    """Erases a random box of each image, with a probability drawn from ``factor``; the box
+    spans ``sqrt(s)`` of the width and ``sqrt(s')`` of the height, ``s, s'`` drawn from
+    ``scale`` (Zhong et al., "Random Erasing Data Augmentation", AAAI 2020).
+
+    Args:
+        factor: probability, a number ``f`` (``[0, f]``) or a pair, in [0, 1]. Defaults to 1.
+        scale: a number or pair in [0, 1], the box's area fractions. Defaults to (0.02, 0.33).
+        fill_value: a number, three numbers (per channel) or None (default: Gaussian noise
+            times ``high``), clipped to ``value_range``.
+        value_range: ``(low, high)`` of the pixel values. Defaults to (0, 255).
+        seed, data_format: see `kerasrs.layers.preprocessing.augmentation`.
+    """
+
+    def __init__(self, factor=1.0, scale=(0.02, 0.33), fill_value=None, value_range=(0, 255),
+                 seed=None, data_format=None, **kwargs):
+        super().__init__(seed, data_format, **kwargs)
+        self.factor, self.scale = factor, scale
+        self._range = keras_factor(self.name, factor, 0.0, 1.0)
+        self._scale = keras_factor(self.name, scale, 0.0, 1.0, "scale")
+        if not (fill_value is None or isinstance(fill_value, (int, float)) or
+                (isinstance(fill_value, (tuple, list)) and len(fill_value) == 3)):
+            raise ValueError(f"{self.name}: `fill_value` must be a number, three numbers or "
+                             f"None. Received: fill_value={fill_value!r}")
+        self.fill_value = fill_value
+        self.value_range = _value_range(self.name, value_range)
+
+    def draw(self, rng, shape):
+        n, height, width = shape[:3]
+        ratios = np.sqrt(rng.uniform(*self._scale, (n, 2)))
+        box = _draw_boxes(rng, n, height, width, ratios[:, 0], ratios[:, 1])
+        probability = rng.uniform(*self._range, n)
+        fill = rng.standard_normal(shape) * self.value_range[1] if self.fill_value is None \
+            else np.broadcast_to(np.asarray(self.fill_value, "float64"), shape)
+        return {**box, "apply": rng.random(n) < probability,
+                "fill": np.clip(fill, *self.value_range)}
+
+    def transform(self, xp, x, params):
+        erase = _box_mask(xp, x, params) & xp.asarray(params["apply"]).reshape(-1, 1, 1, 1)
+        return xp.where(erase, xp.asarray(params["fill"], x.dtype), x)
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor, "scale": self.scale,
+                "fill_value": self.fill_value, "value_range": list(self.value_range)}
 
 
 class Pipeline(Layer):
