@@ -42,6 +42,9 @@ PARITY = {
     "erasing": (lambda: layers.RandomErasing(), IMAGES,
                 {k: REF["cutmix/" + k] for k in ("x0", "x1", "y0", "y1")} |
                 {"apply": APPLY, "fill": REF["erasing/fill"]}, 0),
+    "blur": (lambda: layers.RandomGaussianBlur(kernel_size=5), IMAGES,
+             {"apply": APPLY, "sigma": REF["blur/sigma"]}, 1e-3),
+    "equalization": (lambda: layers.Equalization(), REF["integers"], None, 0),
 }
 
 
@@ -62,6 +65,12 @@ def test_auto_contrast_matches_keras_in_training_and_inference():
                                REF["autocontrast/unit"], atol=1e-5)
 
 
+def test_equalization_in_unit_range_with_fewer_bins_matches_keras():
+    got = layers.Equalization((0, 1), bins=32)(UNIT).numpy()
+    np.testing.assert_allclose(got, REF["equalization/unit"], atol=1e-6)
+    np.testing.assert_array_equal(layers.Equalization()(UNIT, training=False).numpy(), UNIT)
+
+
 def test_mixed_labels_match_keras():
     mixup = layers.MixUp().mix_labels(np, REF["mix/labels"], MIX)
     np.testing.assert_allclose(mixup, REF["mixup/labels_out"], atol=1e-6)
@@ -79,6 +88,7 @@ RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInver
           lambda s: layers.RandomPosterization((2, 6), seed=s),
           lambda s: layers.RandomSharpness(0.7, seed=s), lambda s: layers.MixUp(0.4, seed=s),
           lambda s: layers.CutMix(seed=s), lambda s: layers.RandomErasing(seed=s),
+          lambda s: layers.RandomGaussianBlur(0.9, 5, (0.5, 2.0), seed=s),
           lambda s: layers.RandomErasing(0.9, (0.1, 0.5), (1, 2, 3), seed=s),
           lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)]),
           lambda s: layers.RandomColorJitter((0, 255), 0.2, 0.3, 0.4, 0.1, seed=s)]
@@ -120,7 +130,8 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.AutoContrast((0, 1)), lambda: layers.RandomSaturation((0.2, 0.6)),
               lambda: layers.RandomHue(0.3, (0, 1)), lambda: layers.RandomColorDegeneration(0.2),
               lambda: layers.RandomPosterization(4), lambda: layers.RandomSharpness(0.1),
-              lambda: layers.MixUp(0.5, seed=2), lambda: layers.RandomErasing(0.5, 0.3, 7.0), lambda: layers.CutMix((0.2, 0.8)),
+              lambda: layers.MixUp(0.5, seed=2), lambda: layers.Equalization((0, 1), 64),
+              lambda: layers.RandomGaussianBlur(0.5, (5, 5), 2.0, (0, 1), seed=4), lambda: layers.RandomErasing(0.5, 0.3, 7.0), lambda: layers.CutMix((0.2, 0.8)),
               lambda: layers.Pipeline([layers.RandomInvert(), layers.AutoContrast()]),
               lambda: layers.RandomColorJitter((0, 1), 0.1, hue_factor=0.2, seed=3)]
 
@@ -140,6 +151,8 @@ def test_config_round_trip(make):
     (lambda: layers.RandomHue("a"), "factor"), (lambda: layers.MixUp(0), "alpha"),
     (lambda: layers.Solarization(2.0), "addition_factor"),
     (lambda: layers.RandomPosterization(9), "factor"),
+    (lambda: layers.RandomGaussianBlur(kernel_size=4), "kernel_size"),
+    (lambda: layers.Equalization(bins=1), "bins"),
     (lambda: layers.RandomErasing(fill_value="x"), "fill_value"),
     (lambda: layers.Pipeline([np.zeros(2)]), "layers")])
 def test_bad_arguments_name_the_layer(make, message):

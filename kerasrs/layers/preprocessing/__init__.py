@@ -16,6 +16,7 @@ from kerasrs.layers.preprocessing.color import (AutoContrast,  # noqa: F401
                                                 RandomColorDegeneration, RandomGrayscale,
                                                 RandomHue, RandomInvert, RandomPosterization,
                                                 RandomSaturation, RandomSharpness, Solarization)
+from kerasrs.layers.preprocessing.filters import Equalization, RandomGaussianBlur  # noqa: F401
 from kerasrs.layers.preprocessing.mixing import (CutMix, MixUp, Pipeline,  # noqa: F401
                                                  RandomColorJitter, RandomErasing)
 from kerasrs.layers.preprocessing.categorical import (CategoryEncoding,  # noqa: F401
@@ -31,4 +32,4 @@ __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "In
            "RandomBrightness", "RandomCrop", "RandomGrayscale", "RandomInvert", "Solarization",
            "AutoContrast", "RandomSaturation", "RandomHue", "RandomColorDegeneration",
            "RandomPosterization", "RandomSharpness", "MixUp", "CutMix", "Pipeline", "RandomColorJitter",
-           "RandomErasing"]
+           "RandomErasing", "RandomGaussianBlur", "Equalization"]
