@@ -158,3 +158,33 @@ def test_config_round_trip(make):
 def test_bad_arguments_name_the_layer(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+# -- HashedCrossing (Keras needs TensorFlow for it: its documented examples instead) -----------
+def test_hashed_crossing_documented_examples():
+    pytest.importorskip("farmhash")  # the test extra installs it where a wheel exists (>= 3.11)
+    letters, numbers = np.array(["A", "B", "A", "B", "A"]), np.array([101, 101, 101, 102, 102])
+    layer = layers.HashedCrossing(num_bins=5)
+    np.testing.assert_array_equal(layer((letters, numbers)).numpy(), [1, 4, 1, 1, 3])
+    np.testing.assert_array_equal(layer((letters[:, None], numbers[:, None])).numpy(),
+                                  [[1], [4], [1], [1], [3]])
+    one_hot = layers.HashedCrossing(num_bins=5, output_mode="one_hot")((letters, numbers))
+    np.testing.assert_array_equal(one_hot.numpy(), np.eye(5)[[1, 4, 1, 1, 3]])
+    assert layer((np.array("A"), np.array(101))).numpy().shape == ()
+
+
+def test_hashed_crossing_of_integers_needs_no_farmhash_and_checks_shapes():
+    layer = layers.HashedCrossing(num_bins=7)
+    ids = layer((np.array([1, 2, 3]), np.array([4, 5, 6]), np.array([7, 8, 9]))).numpy()
+    assert ids.dtype == np.int64 and ids.shape == (3,) and np.all((ids >= 0) & (ids < 7))
+    np.testing.assert_array_equal(ids, layer((np.array([1, 2, 3]), np.array([4, 5, 6]),
+                                              np.array([7, 8, 9]))).numpy())
+    assert layer.compute_output_shape([(None, 1), (None, 1)]) == (None, 1)
+    with pytest.raises(ValueError, match="same shape|share one shape"):
+        layer((np.array([1, 2]), np.array([1, 2, 3])))
+    with pytest.raises(ValueError, match="at least two"):
+        layer(np.array([1, 2]))
+    with pytest.raises(ValueError, match="num_bins"):
+        layers.HashedCrossing(0)
+    config = layers.HashedCrossing(3, "one_hot").get_config()
+    assert layers.HashedCrossing.from_config(config).get_config() == config

@@ -21,6 +21,7 @@ from kerasrs.layers.preprocessing.mixing import (CutMix, MixUp, Pipeline,  # noq
                                                  RandomColorJitter, RandomErasing)
 from kerasrs.layers.preprocessing.categorical import (CategoryEncoding,  # noqa: F401
                                                       IntegerLookup, StringLookup)
+from kerasrs.layers.preprocessing.hashed_crossing import HashedCrossing  # noqa: F401
 from kerasrs.layers.preprocessing.hashing import Hashing  # noqa: F401
 from kerasrs.layers.preprocessing.image import CenterCrop, Resizing  # noqa: F401
 from kerasrs.layers.preprocessing.numerical import Discretization, Normalization  # noqa: F401
@@ -32,4 +33,5 @@ __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "In
            "RandomBrightness", "RandomCrop", "RandomGrayscale", "RandomInvert", "Solarization",
            "AutoContrast", "RandomSaturation", "RandomHue", "RandomColorDegeneration",
            "RandomPosterization", "RandomSharpness", "MixUp", "CutMix", "Pipeline", "RandomColorJitter",
-           "RandomErasing", "RandomGaussianBlur", "Equalization"]
+           "RandomErasing", "RandomGaussianBlur", "Equalization",
+           "HashedCrossing"]
