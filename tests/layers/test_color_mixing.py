@@ -56,6 +56,17 @@ def test_transform_matches_keras(key):
     assert got.dtype == x.dtype
 
 
+@pytest.mark.parametrize("fill", ["reflect", "constant"])
+@pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
+def test_random_shear_transform_matches_keras(fill, interpolation):
+    from kerasrs.layers.preprocessing.shear import shear_matrix
+    shears = REF["shear/params"]
+    layer = layers.RandomShear(0.5, 0.5, interpolation, fill, 9.0)
+    got = layer.transform(np, IMAGES.copy(), {"matrix": shear_matrix(shears[:, 0],
+                                                                     shears[:, 1])})
+    np.testing.assert_allclose(got, REF[f"shear/{fill}/{interpolation}"], rtol=1e-5, atol=1e-3)
+
+
 def test_auto_contrast_matches_keras_in_training_and_inference():
     layer = layers.AutoContrast()
     np.testing.assert_allclose(layer(IMAGES).numpy(), REF["autocontrast/out"], atol=1e-3)
@@ -89,6 +100,7 @@ RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInver
           lambda s: layers.RandomSharpness(0.7, seed=s), lambda s: layers.MixUp(0.4, seed=s),
           lambda s: layers.CutMix(seed=s), lambda s: layers.RandomErasing(seed=s),
           lambda s: layers.RandomGaussianBlur(0.9, 5, (0.5, 2.0), seed=s),
+          lambda s: layers.RandomShear(0.3, (0.1, 0.4), seed=s),
           lambda s: layers.RandomErasing(0.9, (0.1, 0.5), (1, 2, 3), seed=s),
           lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)]),
           lambda s: layers.RandomColorJitter((0, 255), 0.2, 0.3, 0.4, 0.1, seed=s)]
@@ -130,7 +142,8 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.AutoContrast((0, 1)), lambda: layers.RandomSaturation((0.2, 0.6)),
               lambda: layers.RandomHue(0.3, (0, 1)), lambda: layers.RandomColorDegeneration(0.2),
               lambda: layers.RandomPosterization(4), lambda: layers.RandomSharpness(0.1),
-              lambda: layers.MixUp(0.5, seed=2), lambda: layers.Equalization((0, 1), 64),
+              lambda: layers.MixUp(0.5, seed=2),
+              lambda: layers.RandomShear(0.2, 0.1, "nearest", "constant", 1.0, seed=5), lambda: layers.Equalization((0, 1), 64),
               lambda: layers.RandomGaussianBlur(0.5, (5, 5), 2.0, (0, 1), seed=4), lambda: layers.RandomErasing(0.5, 0.3, 7.0), lambda: layers.CutMix((0.2, 0.8)),
               lambda: layers.Pipeline([layers.RandomInvert(), layers.AutoContrast()]),
               lambda: layers.RandomColorJitter((0, 1), 0.1, hue_factor=0.2, seed=3)]
@@ -153,6 +166,7 @@ def test_config_round_trip(make):
     (lambda: layers.RandomPosterization(9), "factor"),
     (lambda: layers.RandomGaussianBlur(kernel_size=4), "kernel_size"),
     (lambda: layers.Equalization(bins=1), "bins"),
+    (lambda: layers.RandomShear(1.5), "x_factor"),
     (lambda: layers.RandomErasing(fill_value="x"), "fill_value"),
     (lambda: layers.Pipeline([np.zeros(2)]), "layers")])
 def test_bad_arguments_name_the_layer(make, message):
