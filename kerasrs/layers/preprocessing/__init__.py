@@ -8,6 +8,7 @@ training (``training=True``, as in ``fit``; a direct call defaults to training, 
 and draw from their own generator when given a ``seed``.
 """
 
+from kerasrs.layers.preprocessing.audio import MelSpectrogram, STFTSpectrogram  # noqa: F401
 from kerasrs.layers.preprocessing.augmentation import (RandomBrightness,  # noqa: F401
                                                        RandomContrast, RandomCrop, RandomFlip,
                                                        RandomRotation, RandomTranslation,
@@ -35,4 +36,4 @@ __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "In
            "AutoContrast", "RandomSaturation", "RandomHue", "RandomColorDegeneration",
            "RandomPosterization", "RandomSharpness", "MixUp", "CutMix", "Pipeline", "RandomColorJitter",
            "RandomErasing", "RandomGaussianBlur", "Equalization",
-           "HashedCrossing", "RandomShear"]
+           "HashedCrossing", "RandomShear", "MelSpectrogram", "STFTSpectrogram"]
