@@ -82,6 +82,23 @@ def test_equalization_in_unit_range_with_fewer_bins_matches_keras():
     np.testing.assert_array_equal(layers.Equalization()(UNIT, training=False).numpy(), UNIT)
 
 
+def test_rand_augment_applies_the_chosen_operations_in_order():
+    layer = layers.RandAugment(factor=0.6)
+    x = IMAGES.copy()
+    params = layer.draw(np.random.default_rng(0), x.shape)
+    params["ops"] = np.array([9, 3])  # auto-contrast, then brightness
+    params["params"].setdefault(9, None)
+    brightness = params["params"].setdefault(3, layer._ops[3].draw(np.random.default_rng(1),
+                                                                    x.shape))
+    want = layers.RandomBrightness((0, 0.6)).transform(
+        np, layers.AutoContrast().transform(np, x), brightness)
+    np.testing.assert_allclose(layer.transform(np, x, params), want)
+    ops = [type(op).__name__ for op in layer._ops]
+    assert ops == ["RandomShear", "RandomTranslation", "RandomRotation", "RandomBrightness",
+                   "RandomColorDegeneration", "RandomContrast", "RandomSharpness",
+                   "RandomPosterization", "Solarization", "AutoContrast", "Equalization"]
+
+
 def test_mixed_labels_match_keras():
     mixup = layers.MixUp().mix_labels(np, REF["mix/labels"], MIX)
     np.testing.assert_allclose(mixup, REF["mixup/labels_out"], atol=1e-6)
@@ -101,6 +118,7 @@ RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInver
           lambda s: layers.CutMix(seed=s), lambda s: layers.RandomErasing(seed=s),
           lambda s: layers.RandomGaussianBlur(0.9, 5, (0.5, 2.0), seed=s),
           lambda s: layers.RandomShear(0.3, (0.1, 0.4), seed=s),
+          lambda s: layers.RandAugment(num_ops=3, factor=0.7, seed=s),
           lambda s: layers.RandomErasing(0.9, (0.1, 0.5), (1, 2, 3), seed=s),
           lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)]),
           lambda s: layers.RandomColorJitter((0, 255), 0.2, 0.3, 0.4, 0.1, seed=s)]
@@ -143,6 +161,7 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.RandomHue(0.3, (0, 1)), lambda: layers.RandomColorDegeneration(0.2),
               lambda: layers.RandomPosterization(4), lambda: layers.RandomSharpness(0.1),
               lambda: layers.MixUp(0.5, seed=2),
+              lambda: layers.RandAugment((0, 1), 3, (0.2, 0.4), "nearest", seed=7),
               lambda: layers.RandomShear(0.2, 0.1, "nearest", "constant", 1.0, seed=5), lambda: layers.Equalization((0, 1), 64),
               lambda: layers.RandomGaussianBlur(0.5, (5, 5), 2.0, (0, 1), seed=4), lambda: layers.RandomErasing(0.5, 0.3, 7.0), lambda: layers.CutMix((0.2, 0.8)),
               lambda: layers.Pipeline([layers.RandomInvert(), layers.AutoContrast()]),
@@ -167,6 +186,7 @@ def test_config_round_trip(make):
     (lambda: layers.RandomGaussianBlur(kernel_size=4), "kernel_size"),
     (lambda: layers.Equalization(bins=1), "bins"),
     (lambda: layers.RandomShear(1.5), "x_factor"),
+    (lambda: layers.RandAugment(num_ops=-1), "num_ops"),
     (lambda: layers.RandomErasing(fill_value="x"), "fill_value"),
     (lambda: layers.Pipeline([np.zeros(2)]), "layers")])
 def test_bad_arguments_name_the_layer(make, message):
