@@ -67,6 +67,15 @@ def test_random_shear_transform_matches_keras(fill, interpolation):
     np.testing.assert_allclose(got, REF[f"shear/{fill}/{interpolation}"], rtol=1e-5, atol=1e-3)
 
 
+@pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
+def test_random_perspective_transform_matches_keras(interpolation):
+    layer = layers.RandomPerspective(interpolation=interpolation, fill_value=3.0)
+    params = {"apply": APPLY, "start_points": REF["perspective/start"],
+              "end_points": REF["perspective/end"]}
+    np.testing.assert_allclose(layer.transform(np, IMAGES.copy(), params),
+                               REF[f"perspective/{interpolation}"], rtol=1e-5, atol=1e-2)
+
+
 def test_auto_contrast_matches_keras_in_training_and_inference():
     layer = layers.AutoContrast()
     np.testing.assert_allclose(layer(IMAGES).numpy(), REF["autocontrast/out"], atol=1e-3)
@@ -119,6 +128,7 @@ RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInver
           lambda s: layers.RandomGaussianBlur(0.9, 5, (0.5, 2.0), seed=s),
           lambda s: layers.RandomShear(0.3, (0.1, 0.4), seed=s),
           lambda s: layers.RandAugment(num_ops=3, factor=0.7, seed=s),
+          lambda s: layers.RandomPerspective(0.9, 0.4, seed=s),
           lambda s: layers.RandomErasing(0.9, (0.1, 0.5), (1, 2, 3), seed=s),
           lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)]),
           lambda s: layers.RandomColorJitter((0, 255), 0.2, 0.3, 0.4, 0.1, seed=s)]
@@ -161,6 +171,7 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.RandomHue(0.3, (0, 1)), lambda: layers.RandomColorDegeneration(0.2),
               lambda: layers.RandomPosterization(4), lambda: layers.RandomSharpness(0.1),
               lambda: layers.MixUp(0.5, seed=2),
+              lambda: layers.RandomPerspective(0.5, 0.3, "nearest", 2.0, seed=1),
               lambda: layers.RandAugment((0, 1), 3, (0.2, 0.4), "nearest", seed=7),
               lambda: layers.RandomShear(0.2, 0.1, "nearest", "constant", 1.0, seed=5), lambda: layers.Equalization((0, 1), 64),
               lambda: layers.RandomGaussianBlur(0.5, (5, 5), 2.0, (0, 1), seed=4), lambda: layers.RandomErasing(0.5, 0.3, 7.0), lambda: layers.CutMix((0.2, 0.8)),
@@ -187,6 +198,7 @@ def test_config_round_trip(make):
     (lambda: layers.Equalization(bins=1), "bins"),
     (lambda: layers.RandomShear(1.5), "x_factor"),
     (lambda: layers.RandAugment(num_ops=-1), "num_ops"),
+    (lambda: layers.RandomPerspective(scale=2.0), "scale"),
     (lambda: layers.RandomErasing(fill_value="x"), "fill_value"),
     (lambda: layers.Pipeline([np.zeros(2)]), "layers")])
 def test_bad_arguments_name_the_layer(make, message):
