@@ -73,7 +73,19 @@ def test_random_perspective_transform_matches_keras(interpolation):
     params = {"apply": APPLY, "start_points": REF["perspective/start"],
               "end_points": REF["perspective/end"]}
     np.testing.assert_allclose(layer.transform(np, IMAGES.copy(), params),
-                               REF[f"perspective/{interpolation}"], rtol=1e-5, atol=1e-2)
+                               REF[f"perspective/{interpolation}"], rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("fill, interpolation", [("reflect", "bilinear"),
+                                                  ("constant", "nearest")])
+def test_random_elastic_transform_matches_keras(fill, interpolation):
+    layer = layers.RandomElasticTransform(interpolation=interpolation, fill_mode=fill,
+                                          fill_value=5.0)
+    x = IMAGES if fill == "reflect" else REF["elastic/big"]  # 7x7 blur on the big images
+    params = {"apply": APPLY[:len(x)], "scale": 0.8 if fill == "reflect" else 1.0,
+              "noise": REF[f"elastic/{fill}/noise"][..., None]}
+    np.testing.assert_allclose(layer.transform(np, x.copy(), params),
+                               REF[f"elastic/{fill}/{interpolation}"], rtol=1e-5, atol=1e-3)
 
 
 def test_auto_contrast_matches_keras_in_training_and_inference():
@@ -129,6 +141,7 @@ RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInver
           lambda s: layers.RandomShear(0.3, (0.1, 0.4), seed=s),
           lambda s: layers.RandAugment(num_ops=3, factor=0.7, seed=s),
           lambda s: layers.RandomPerspective(0.9, 0.4, seed=s),
+          lambda s: layers.RandomElasticTransform(0.9, (0.5, 1.0), seed=s),
           lambda s: layers.RandomErasing(0.9, (0.1, 0.5), (1, 2, 3), seed=s),
           lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)]),
           lambda s: layers.RandomColorJitter((0, 255), 0.2, 0.3, 0.4, 0.1, seed=s)]
@@ -171,6 +184,7 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.RandomHue(0.3, (0, 1)), lambda: layers.RandomColorDegeneration(0.2),
               lambda: layers.RandomPosterization(4), lambda: layers.RandomSharpness(0.1),
               lambda: layers.MixUp(0.5, seed=2),
+              lambda: layers.RandomElasticTransform(0.5, 0.3, "nearest", "wrap", 1.0, (0, 1)),
               lambda: layers.RandomPerspective(0.5, 0.3, "nearest", 2.0, seed=1),
               lambda: layers.RandAugment((0, 1), 3, (0.2, 0.4), "nearest", seed=7),
               lambda: layers.RandomShear(0.2, 0.1, "nearest", "constant", 1.0, seed=5), lambda: layers.Equalization((0, 1), 64),
@@ -199,6 +213,7 @@ def test_config_round_trip(make):
     (lambda: layers.RandomShear(1.5), "x_factor"),
     (lambda: layers.RandAugment(num_ops=-1), "num_ops"),
     (lambda: layers.RandomPerspective(scale=2.0), "scale"),
+    (lambda: layers.RandomElasticTransform(fill_mode="mirror"), "fill_mode"),
     (lambda: layers.RandomErasing(fill_value="x"), "fill_value"),
     (lambda: layers.Pipeline([np.zeros(2)]), "layers")])
 def test_bad_arguments_name_the_layer(make, message):

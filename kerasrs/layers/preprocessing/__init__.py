@@ -25,7 +25,8 @@ from kerasrs.layers.preprocessing.categorical import (CategoryEncoding,  # noqa:
 from kerasrs.layers.preprocessing.hashed_crossing import HashedCrossing  # noqa: F401
 from kerasrs.layers.preprocessing.hashing import Hashing  # noqa: F401
 from kerasrs.layers.preprocessing.image import CenterCrop, Resizing  # noqa: F401
-from kerasrs.layers.preprocessing.perspective import RandomPerspective  # noqa: F401
+from kerasrs.layers.preprocessing.perspective import (RandomElasticTransform,  # noqa: F401
+                                                     RandomPerspective)
 from kerasrs.layers.preprocessing.rand_augment import RandAugment  # noqa: F401
 from kerasrs.layers.preprocessing.shear import RandomShear  # noqa: F401
 from kerasrs.layers.preprocessing.numerical import Discretization, Normalization  # noqa: F401
@@ -39,4 +40,5 @@ __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "In
            "RandomPosterization", "RandomSharpness", "MixUp", "CutMix", "Pipeline", "RandomColorJitter",
            "RandomErasing", "RandomGaussianBlur", "Equalization",
            "HashedCrossing", "RandomShear", "MelSpectrogram", "STFTSpectrogram",
-           "RandAugment", "RandomPerspective"]
+           "RandAugment", "RandomPerspective",
+           "RandomElasticTransform"]
