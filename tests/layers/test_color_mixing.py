@@ -120,6 +120,18 @@ def test_rand_augment_applies_the_chosen_operations_in_order():
                    "RandomPosterization", "Solarization", "AutoContrast", "Equalization"]
 
 
+def test_aug_mix_mixes_the_chains_as_algorithm_1():
+    layer = layers.AugMix(all_ops=False)
+    x = IMAGES.copy()
+    invert_like = layer._ops[4]  # solarization with the default magnitude
+    steps = [(4, invert_like.draw(np.random.default_rng(0), x.shape)), (5, None)]
+    params = {"chain_weights": np.array([0.25, 0.75]), "mix": 0.4, "chains": [steps, []]}
+    chain = layers.AutoContrast().transform(np, invert_like.transform(np, x, steps[0][1]))
+    want = np.clip(0.4 * x + 0.6 * (0.25 * chain + 0.75 * x), 0, 255)
+    np.testing.assert_allclose(layer.transform(np, x, params), want, rtol=1e-5, atol=1e-3)
+    assert len(layer._ops) == 7 and len(layers.AugMix()._ops) == 11
+
+
 def test_mixed_labels_match_keras():
     mixup = layers.MixUp().mix_labels(np, REF["mix/labels"], MIX)
     np.testing.assert_allclose(mixup, REF["mixup/labels_out"], atol=1e-6)
@@ -141,6 +153,7 @@ RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInver
           lambda s: layers.RandomShear(0.3, (0.1, 0.4), seed=s),
           lambda s: layers.RandAugment(num_ops=3, factor=0.7, seed=s),
           lambda s: layers.RandomPerspective(0.9, 0.4, seed=s),
+          lambda s: layers.AugMix(seed=s), lambda s: layers.AugMix(all_ops=False, seed=s),
           lambda s: layers.RandomElasticTransform(0.9, (0.5, 1.0), seed=s),
           lambda s: layers.RandomErasing(0.9, (0.1, 0.5), (1, 2, 3), seed=s),
           lambda s: layers.Pipeline([layers.RandomInvert(seed=s), layers.RandomHue(0.3, seed=s)]),
@@ -184,6 +197,7 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.RandomHue(0.3, (0, 1)), lambda: layers.RandomColorDegeneration(0.2),
               lambda: layers.RandomPosterization(4), lambda: layers.RandomSharpness(0.1),
               lambda: layers.MixUp(0.5, seed=2),
+              lambda: layers.AugMix((0, 1), 2, 4, (0.1, 0.5), 0.5, False, "nearest", 3),
               lambda: layers.RandomElasticTransform(0.5, 0.3, "nearest", "wrap", 1.0, (0, 1)),
               lambda: layers.RandomPerspective(0.5, 0.3, "nearest", 2.0, seed=1),
               lambda: layers.RandAugment((0, 1), 3, (0.2, 0.4), "nearest", seed=7),
@@ -212,6 +226,7 @@ def test_config_round_trip(make):
     (lambda: layers.Equalization(bins=1), "bins"),
     (lambda: layers.RandomShear(1.5), "x_factor"),
     (lambda: layers.RandAugment(num_ops=-1), "num_ops"),
+    (lambda: layers.AugMix(num_chains=0), "num_chains"), (lambda: layers.AugMix(alpha=0), "alpha"),
     (lambda: layers.RandomPerspective(scale=2.0), "scale"),
     (lambda: layers.RandomElasticTransform(fill_mode="mirror"), "fill_mode"),
     (lambda: layers.RandomErasing(fill_value="x"), "fill_value"),

@@ -27,7 +27,7 @@ from kerasrs.layers.preprocessing.hashing import Hashing  # noqa: F401
 from kerasrs.layers.preprocessing.image import CenterCrop, Resizing  # noqa: F401
 from kerasrs.layers.preprocessing.perspective import (RandomElasticTransform,  # noqa: F401
                                                      RandomPerspective)
-from kerasrs.layers.preprocessing.rand_augment import RandAugment  # noqa: F401
+from kerasrs.layers.preprocessing.rand_augment import AugMix, RandAugment  # noqa: F401
 from kerasrs.layers.preprocessing.shear import RandomShear  # noqa: F401
 from kerasrs.layers.preprocessing.numerical import Discretization, Normalization  # noqa: F401
 from kerasrs.layers.preprocessing.text_vectorization import TextVectorization  # noqa: F401
@@ -41,4 +41,4 @@ __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "In
            "RandomErasing", "RandomGaussianBlur", "Equalization",
            "HashedCrossing", "RandomShear", "MelSpectrogram", "STFTSpectrogram",
            "RandAugment", "RandomPerspective",
-           "RandomElasticTransform"]
+           "RandomElasticTransform", "AugMix"]
