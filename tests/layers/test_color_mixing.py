@@ -264,3 +264,24 @@ def test_hashed_crossing_of_integers_needs_no_farmhash_and_checks_shapes():
         layers.HashedCrossing(0)
     config = layers.HashedCrossing(3, "one_hot").get_config()
     assert layers.HashedCrossing.from_config(config).get_config() == config
+
+
+def test_max_num_bounding_boxes_pads_and_truncates_as_keras_documents():
+    images = np.zeros((1, 8, 8, 3), "uint8")
+    boxes = {"boxes": np.array([[[10, 20, 100, 150], [50, 60, 200, 250], [0, 0, 50, 50]]]),
+             "labels": np.array([[1, 2, 3]])}
+    out = layers.MaxNumBoundingBoxes(5)({"images": images, "bounding_boxes": boxes})
+    np.testing.assert_array_equal(out["images"].numpy(), images)
+    np.testing.assert_array_equal(out["bounding_boxes"]["boxes"].numpy(), np.concatenate(
+        [boxes["boxes"], -np.ones((1, 2, 4), int)], axis=1))
+    np.testing.assert_array_equal(out["bounding_boxes"]["labels"].numpy(), [[1, 2, 3, -1, -1]])
+    short = layers.MaxNumBoundingBoxes(2, fill_value=0)({"images": images,
+                                                         "bounding_boxes": boxes})
+    np.testing.assert_array_equal(short["bounding_boxes"]["labels"].numpy(), [[1, 2]])
+    np.testing.assert_array_equal(layers.MaxNumBoundingBoxes(2)(IMAGES).numpy(), IMAGES)
+    with pytest.raises(KeyError, match="unsupported keys"):
+        layers.MaxNumBoundingBoxes(2)({"images": images, "bounding_boxes": {**boxes, "x": 1}})
+    layer = layers.MaxNumBoundingBoxes(7, 3)
+    assert type(layer).from_config(layer.get_config()).get_config() == layer.get_config()
+    assert layer.compute_output_shape({"images": (None, 8, 8, 3), "bounding_boxes": {
+        "boxes": (None, 3, 4), "labels": (None, 3)}})["bounding_boxes"]["boxes"] == (None, 7, 4)

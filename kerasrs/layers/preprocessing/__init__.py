@@ -20,6 +20,7 @@ from kerasrs.layers.preprocessing.color import (AutoContrast,  # noqa: F401
 from kerasrs.layers.preprocessing.filters import Equalization, RandomGaussianBlur  # noqa: F401
 from kerasrs.layers.preprocessing.mixing import (CutMix, MixUp, Pipeline,  # noqa: F401
                                                  RandomColorJitter, RandomErasing)
+from kerasrs.layers.preprocessing.bounding_boxes import MaxNumBoundingBoxes  # noqa: F401
 from kerasrs.layers.preprocessing.categorical import (CategoryEncoding,  # noqa: F401
                                                       IntegerLookup, StringLookup)
 from kerasrs.layers.preprocessing.hashed_crossing import HashedCrossing  # noqa: F401
@@ -41,4 +42,4 @@ __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "In
            "RandomErasing", "RandomGaussianBlur", "Equalization",
            "HashedCrossing", "RandomShear", "MelSpectrogram", "STFTSpectrogram",
            "RandAugment", "RandomPerspective",
-           "RandomElasticTransform", "AugMix"]
+           "RandomElasticTransform", "AugMix", "MaxNumBoundingBoxes"]
