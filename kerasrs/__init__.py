@@ -20,4 +20,5 @@ from kerasrs import metrics  # noqa: F401
 from kerasrs import optimizers  # noqa: F401
 from kerasrs import regularizers  # noqa: F401
 from kerasrs import datasets  # noqa: F401
+from kerasrs import distribution  # noqa: F401
 from kerasrs import saving  # noqa: F401

@@ -18,7 +18,7 @@ LEVELS = {
     "ops": 2, "testing": 2, "initializers": 2,
     "activations": 3, "regularizers": 3, "losses": 3, "optimizers": 3,
     "metrics": 4,  # metrics wrap loss functions (MeanMetricWrapper)
-    "layers": 5, "callbacks": 5,
+    "layers": 5, "callbacks": 5, "distribution": 5,
     "models": 6,
     "saving": 7,
     "utils": 8,

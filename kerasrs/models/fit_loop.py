@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 
+from kerasrs import distribution
 from kerasrs.callbacks import CallbackList
 from kerasrs.models import data_adapter, trainer
 
@@ -34,13 +35,16 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         raise ValueError(f"Model.fit: `steps_per_epoch` must be a positive int. Received: "
                          f"steps_per_epoch={steps_per_epoch!r}")
     verbose = trainer._verbose(verbose)
+    dist = distribution.for_fit()  # a DataParallel, or a stand-in whose hooks change nothing
+    dist.begin_fit(model, x)
+    verbose = verbose if dist.is_chief else 0
     steps = steps_per_epoch or -(-n // batch_size)
     cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=model,
                        verbose=verbose, epochs=epochs, steps=steps)
     model.stop_training = False
     model._train_variables = model._loss_layers = None
     train_step, custom = model._step_function("train")
-    hooks = cbs.wants_batch_hooks("train")
+    hooks = dist.any(cbs.wants_batch_hooks("train"))  # same collectives on every process
     queue = collections.deque()
     logs = {}
     cbs.on_train_begin()
@@ -48,7 +52,8 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         model.reset_metrics()
         cbs.on_epoch_begin(epoch)
         if steps_per_epoch is None or not queue:
-            queue = collections.deque(data_adapter.batch_indices(n, batch_size, shuffle))
+            queue = collections.deque(dist.shard_batches(
+                data_adapter.batch_indices(n, batch_size, shuffle)))
         step_logs = None
         for step in range(steps):
             if not queue:
@@ -71,11 +76,13 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         if val is not None and _should_validate(epoch, validation_freq):
             size = trainer._check_batch_size(validation_batch_size or batch_size, "fit")
             batches = data_adapter.batch_indices(n_val, size)[:validation_steps]
-            val_logs = model._evaluate_batches(*val, batches, cbs)
+            with dist.local(model):
+                val_logs = model._evaluate_batches(*val, batches, cbs)
             logs.update({f"val_{k}": v for k, v in val_logs.items()})
         cbs.on_epoch_end(epoch, logs)
         if model.stop_training:
             break
+    dist.end_fit(model)
     cbs.on_train_end(logs)
     return model.history
 

@@ -158,14 +158,18 @@ class Model(trainer.Trainer, Layer):
     def save(self, filepath, overwrite=True, **kwargs):
         """Save architecture, weights, compile settings and optimizer state to ``.keras`` or
         ``.h5`` (see `kerasrs.saving.save_model`)."""
-        from kerasrs import saving
+        from kerasrs import distribution, saving
 
+        if not distribution.for_fit().is_chief:  # data-parallel: rank 0 writes the file
+            return
         saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def save_weights(self, filepath, overwrite=True):
         """Save the weights to a Keras 3 ``.weights.h5`` file (`kerasrs.saving.save_weights`)."""
-        from kerasrs import saving
+        from kerasrs import distribution, saving
 
+        if not distribution.for_fit().is_chief:
+            return
         saving.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False, by_name=False, **kwargs):

@@ -46,6 +46,7 @@ class Trainer:
         self._loss_trackers = []
         self._output_names_cache = None
         self._train_variables = self._loss_layers = None
+        self._fit_distribution = None  # set by fit under a kerasrs.distribution.DataParallel
 
     # -- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
@@ -145,7 +146,14 @@ class Trainer:
 
     def get_metrics_result(self):
         """``{name: value}`` for every tracker in `metrics` (Python floats, keys sorted; the
-        compiled metrics' dict is merged in)."""
+        compiled metrics' dict is merged in). In a data-parallel ``fit`` the states are summed
+        over the processes first."""
+        if self._fit_distribution is not None:
+            with self._fit_distribution.global_metric_states(self.metrics):
+                return self._local_metrics_result()
+        return self._local_metrics_result()
+
+    def _local_metrics_result(self):
         logs = {}
         for metric in self.metrics:
             result = metric.result()
@@ -248,7 +256,9 @@ class Trainer:
         if variables is None:
             variables = self._train_variables = self.trainable_weights
         if variables:
-            grads = tape.gradient(scaled, variables)
+            dist = self._fit_distribution
+            grads = tape.gradient(scaled, variables) if dist is None else \
+                dist.gradients(self, tape, scaled, variables, _batch_size(x))
             optimizer.apply(grads, variables)
             for v in variables:
                 if getattr(v, "constraint", None) is not None:
