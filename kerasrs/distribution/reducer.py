@@ -66,7 +66,10 @@ class GradientReducer:
             if (offset - start) * self.buffer.itemsize >= bucket_bytes:
                 self.buckets.append((start, offset))
                 start = offset
-        self.buckets.append((start, total + 1))  # the last bucket carries the count
+        if start < total or not self.buckets:
+            self.buckets.append((start, total + 1))  # the last bucket carries the count
+        else:
+            self.buckets[-1] = (self.buckets[-1][0], total + 1)
         self.comm_seconds = 0.0
 
     def gradients(self, tape, target, n_local):

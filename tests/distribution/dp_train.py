@@ -1,7 +1,10 @@
 """Train a small model with fit, alone or under ``mpiexec`` with a `DataParallel`.
 
-``python dp_train.py OUT_DIR DTYPE [--parallel]`` writes ``OUT_DIR/rank<r>.npz`` with the final
-weights, the epoch losses and the world size this process saw. Each process starts from
+``python dp_train.py OUT_DIR DTYPE [--parallel] [--no-overlap] [--tiny-batches]`` writes
+``OUT_DIR/rank<r>.npz`` with the final weights, the logs per epoch and the world size this
+process saw. ``--tiny-batches`` trains in batches of 2 (so with 3 processes one has no samples in
+each step), validates, and checkpoints to ``OUT_DIR/ckpt_rank<r>.weights.h5`` (only rank 0 may
+write). Each process starts from
 different random weights (seeded by its rank), so equal results prove the broadcast from rank 0;
 23 samples in batches of 8 leave a short last batch of 7 (one process gets only 2 of it with 3).
 """
@@ -16,7 +19,7 @@ from kerasrs import layers
 N, BATCH, EPOCHS = 23, 8, 3
 
 
-def train(dtype, parallel=False, overlap=True):
+def train(dtype, parallel=False, overlap=True, tiny_batches=False, out=None):
     """Fit the model; returns (weights, history, rank, world size)."""
     kerasrs.backend.set_floatx(dtype)
     rank, size = 0, 1
@@ -37,14 +40,20 @@ def train(dtype, parallel=False, overlap=True):
                   kerasrs.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"])
     np.random.seed(7)  # the shuffle order; rank 0's is the one used
-    history = model.fit(x, y, sample_weight=weights, batch_size=BATCH, epochs=EPOCHS,
-                        shuffle=True, verbose=0)
+    extra = {}
+    if tiny_batches:
+        path = f"{out}/ckpt_rank{rank}.weights.h5"
+        extra = dict(batch_size=2, validation_data=(x[:9], y[:9]), callbacks=[
+            kerasrs.callbacks.ModelCheckpoint(path, save_weights_only=True)])
+    history = model.fit(x, y, sample_weight=weights, **{"batch_size": BATCH, **extra},
+                        epochs=EPOCHS, shuffle=True, verbose=0)
     return [w.numpy() for w in model.weights], history.history, rank, size
 
 
 if __name__ == "__main__":
     out, dtype = sys.argv[1], sys.argv[2]
     weights, history, rank, size = train(dtype, parallel="--parallel" in sys.argv,
-                                         overlap="--no-overlap" not in sys.argv)
+                                         overlap="--no-overlap" not in sys.argv,
+                                         tiny_batches="--tiny-batches" in sys.argv, out=out)
     np.savez(f"{out}/rank{rank}.npz", *weights, size=size,
-             loss=np.array(history["loss"]), accuracy=np.array(history["accuracy"]))
+             **{k: np.array(v) for k, v in history.items()})

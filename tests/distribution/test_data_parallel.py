@@ -1,0 +1,150 @@
+"""`kerasrs.distribution.DataParallel` under a real ``mpiexec`` (2 and 3 processes).
+
+Every MPI run happens in subprocesses (`dp_train.py`), so the pytest process never starts MPI.
+The MPI tests skip, saying why, without mpi4py or an ``mpiexec`` next to the Python in use;
+``pip install "kerasrs[mpi]"`` (part of the ``test`` extra, so CI runs them) brings both.
+"""
+
+import importlib.util
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kerasrs.distribution import mpi
+
+SCRIPT = pathlib.Path(__file__).with_name("dp_train.py")
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
+
+needs_mpi = pytest.mark.skipif(
+    importlib.util.find_spec("mpi4py") is None or MPIEXEC is None,
+    reason="needs mpi4py and mpiexec: pip install \"kerasrs[mpi]\" (mpi4py and the mpich wheel)")
+
+
+def _run(args, ranks=None, env=None):
+    cmd = [sys.executable, *map(str, args)]
+    if ranks is not None:
+        cmd = [MPIEXEC, "-n", str(ranks), *cmd]
+    done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def _train(out, dtype, ranks=None, *flags):
+    out.mkdir()
+    _run([SCRIPT, out, dtype, *flags, *(["--parallel"] if ranks else [])], ranks)
+    found = sorted(out.glob("rank*.npz"))
+    assert len(found) == (ranks or 1), f"expected one result per process, got {found}"
+    return [dict(np.load(out / f"rank{r}.npz")) for r in range(ranks or 1)]
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_rank_ends_with_single_process_weights(tmp_path, ranks, dtype):
+    (reference,) = _train(tmp_path / "single", dtype)
+    results = _train(tmp_path / "parallel", dtype, ranks)
+    tol = TOLERANCE[dtype]
+    for rank, result in enumerate(results):
+        assert int(result["size"]) == ranks, f"rank {rank} ran in a world of {result['size']}"
+        for i in range(4):  # kernel and bias of both Dense layers
+            np.testing.assert_array_equal(result[f"arr_{i}"], results[0][f"arr_{i}"],
+                                          err_msg=f"rank {rank} differs from rank 0")
+            np.testing.assert_allclose(result[f"arr_{i}"], reference[f"arr_{i}"], rtol=tol,
+                                       atol=tol, err_msg=f"weight {i} vs. one process")
+        for key in ("loss", "accuracy"):  # logs are summed over processes before reading
+            np.testing.assert_allclose(result[key], reference[key], rtol=tol, atol=tol)
+
+
+@needs_mpi
+def test_reduce_after_backward_gives_the_same_weights(tmp_path):
+    overlapped = _train(tmp_path / "overlap", "float64", 3)
+    blocking = _train(tmp_path / "blocking", "float64", 3, "--no-overlap")
+    for i in range(4):
+        np.testing.assert_allclose(blocking[0][f"arr_{i}"], overlapped[0][f"arr_{i}"],
+                                   rtol=1e-12, atol=1e-12)
+
+
+@needs_mpi
+def test_empty_shards_validation_and_checkpoints_only_on_rank_0(tmp_path):
+    (reference,) = _train(tmp_path / "single", "float64", None, "--tiny-batches")
+    results = _train(tmp_path / "parallel", "float64", 3, "--tiny-batches")
+    assert [int(r["size"]) for r in results] == [3, 3, 3]
+    for result in results:
+        for key in ("arr_0", "arr_3", "loss", "val_loss", "val_accuracy"):
+            np.testing.assert_allclose(result[key], reference[key], rtol=1e-12, atol=1e-12)
+    assert sorted(p.name for p in (tmp_path / "parallel").glob("ckpt_*")) == \
+        ["ckpt_rank0.weights.h5"]
+
+
+def _snippet(code, ranks=1, env=None):
+    return _run(["-c", "import kerasrs, numpy as np\n" + code], ranks, env)
+
+
+@needs_mpi
+def test_launcher_and_mpi_that_disagree_raise_a_clear_error():
+    env = {**ENV, "OMPI_COMM_WORLD_SIZE": "2"}  # as if Open MPI's mpirun had started us
+    code = ("try:\n    kerasrs.distribution.DataParallel()\n"
+            "except RuntimeError as e:\n    print('ERROR', e)\n")
+    out = _snippet(code, ranks=None, env=env).stdout
+    assert "the launcher started 2 processes (OMPI_COMM_WORLD_SIZE=2)" in out
+    assert "MPI sees a world of 1" in out
+
+
+@needs_mpi
+@pytest.mark.parametrize("loss", ["kerasrs.losses.MeanSquaredError(reduction='sum')",
+                                  "kerasrs.losses.SparseCategoricalCrossentropy(ignore_class=0)"])
+def test_losses_not_divided_by_the_batch_size_are_refused(loss):
+    code = f"""
+kerasrs.distribution.set_distribution(kerasrs.distribution.DataParallel())
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(2)])
+model.compile("sgd", {loss})
+try:
+    model.fit(np.ones((4, 3), "float32"), np.ones((4,)), verbose=0)
+except NotImplementedError as e:
+    print("ERROR", e)
+"""
+    assert "divides by something other than the batch size" in _snippet(code, ranks=2).stdout
+
+
+@needs_mpi
+def test_overridden_train_step_is_refused():
+    code = """
+class Custom(kerasrs.Model):
+    def train_step(self, data):
+        return {}
+inputs = kerasrs.Input((3,))
+model = Custom(inputs, kerasrs.layers.Dense(2)(inputs))
+model.compile("sgd", "mse")
+kerasrs.distribution.set_distribution(kerasrs.distribution.DataParallel())
+try:
+    model.fit(np.ones((4, 3), "float32"), np.ones((4, 2)), verbose=0)
+except NotImplementedError as e:
+    print("ERROR", e)
+"""
+    assert "overrides train_step" in _snippet(code, ranks=2).stdout
+
+
+def test_import_kerasrs_does_not_start_mpi():
+    code = "import sys\nassert 'mpi4py' not in sys.modules, sorted(sys.modules)\nprint('ok')"
+    assert "ok" in _snippet(code).stdout
+
+
+@pytest.mark.parametrize("environ, size", [
+    ({}, None), ({"PMI_SIZE": "4"}, 4), ({"OMPI_COMM_WORLD_SIZE": "3"}, 3),
+    ({"MV2_COMM_WORLD_SIZE": " 2 "}, 2), ({"PMI_SIZE": ""}, None)])
+def test_launcher_size_reads_the_launchers_variables(environ, size):
+    assert mpi.launcher_size(environ) == size
+
+
+def test_check_launcher_accepts_matching_sizes_and_names_the_variable():
+    mpi.check_launcher(1, {})
+    mpi.check_launcher(4, {"PMI_SIZE": "4"})
+    with pytest.raises(RuntimeError, match=r"started 4 processes \(PMI_SIZE=4\).*world of 1"):
+        mpi.check_launcher(1, {"PMI_SIZE": "4"})
