@@ -9,7 +9,7 @@ made. Typical use, launched with ``mpiexec -n 4 python train.py``::
 
 from kerasrs.distribution.data_parallel import DataParallel
 
-__all__ = ["DataParallel", "distribution", "list_devices", "set_distribution"]
+__all__ = ["DataParallel", "distribution", "initialize", "list_devices", "set_distribution"]
 
 _current = [None]
 
@@ -30,6 +30,26 @@ def set_distribution(value):
 def distribution():
     """The distribution set with `set_distribution` (None when training on one process)."""
     return _current[0]
+
+
+def initialize(job_addresses=None, num_processes=None, process_id=None):
+    """Start MPI and check the job (Keras 3's signature). The MPI launcher already knows the
+    hosts and the processes, so the arguments are only checked against what MPI reports.
+
+    Raises:
+        ImportError: without mpi4py.
+        RuntimeError: when ``num_processes`` or ``process_id`` disagree with MPI, or the
+            launcher and MPI disagree (see `DataParallel`).
+    """
+    from kerasrs.distribution import mpi
+
+    comm = mpi.load_mpi().COMM_WORLD
+    mpi.check_launcher(comm.Get_size())
+    for name, given, actual in (("num_processes", num_processes, comm.Get_size()),
+                                ("process_id", process_id, comm.Get_rank())):
+        if given is not None and given != actual:
+            raise RuntimeError(f"initialize: MPI reports {name}={actual}. Received: "
+                               f"{name}={given!r}")
 
 
 def list_devices(device_type=None):

@@ -237,6 +237,7 @@ def _read_state(state):
 def _write_state(state, value):
     owner, name = state
     if name is None:
-        owner.data[...] = owner.backend.asarray(value.astype(owner.data.dtype))
+        owner.data[...] = backend_module.backend_of(owner.data).asarray(
+            value.astype(owner.data.dtype))
     else:
         setattr(owner, name, float(value))

@@ -46,7 +46,8 @@ class Trainer:
         self._loss_trackers = []
         self._output_names_cache = None
         self._train_variables = self._loss_layers = None
-        self._fit_distribution = None  # set by fit under a kerasrs.distribution.DataParallel
+
+    _fit_distribution = None  # a kerasrs.distribution.DataParallel, set by fit while training
 
     # -- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,

@@ -148,3 +148,24 @@ def test_check_launcher_accepts_matching_sizes_and_names_the_variable():
     mpi.check_launcher(4, {"PMI_SIZE": "4"})
     with pytest.raises(RuntimeError, match=r"started 4 processes \(PMI_SIZE=4\).*world of 1"):
         mpi.check_launcher(1, {"PMI_SIZE": "4"})
+
+
+@needs_mpi
+def test_keras_names_report_the_job():
+    code = """
+from kerasrs import distribution
+assert distribution.distribution() is None
+distribution.initialize(num_processes=2)
+dist = distribution.DataParallel()
+distribution.set_distribution(dist)
+assert distribution.distribution() is dist
+try:
+    distribution.set_distribution("data")
+except TypeError as e:
+    print("TypeError", e)
+print(dist.process_id, distribution.list_devices(), dist.devices, dist.is_chief)
+"""
+    lines = sorted(_snippet(code, ranks=2).stdout.splitlines())
+    assert lines[:2] == ["0 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] True",
+                         "1 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] False"]
+    assert lines[-1].startswith("TypeError set_distribution: expected a DataParallel or None")
