@@ -83,7 +83,7 @@ def test_empty_shards_validation_and_checkpoints_only_on_rank_0(tmp_path):
         ["ckpt_rank0.weights.h5"]
 
 
-def _snippet(code, ranks=1, env=None):
+def _snippet(code, ranks=None, env=None):
     return _run(["-c", "import kerasrs, numpy as np\n" + code], ranks, env)
 
 
