@@ -86,6 +86,9 @@ class _Local:
     def begin_fit(self, model, x):
         model._fit_distribution = None
 
+    def end_epoch(self, model):
+        pass
+
     def end_fit(self, model):
         pass
 

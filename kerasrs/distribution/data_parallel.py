@@ -34,9 +34,11 @@ class DataParallel:
     Exact for losses reduced with "sum_over_batch_size" (the default) or "mean", and for weight
     regularizers; losses reduced by "sum" or "mean_with_sample_weight", or with
     ``ignore_class``, raise NotImplementedError (their divisor is not proportional to the
-    batch). Not synchronized: state that layers update in the forward pass (BatchNormalization's
-    moving statistics use each process's shard), and an overridden ``train_step``
-    (NotImplementedError). Validation runs on every process over all validation samples.
+    batch), and so does an overridden ``train_step``. BatchNormalization normalizes with each
+    process's shard statistics (as Keras does without SyncBatchNormalization); its moving
+    statistics are averaged over the processes at the end of every epoch (`end_epoch`).
+    Dropout masks differ between processes. Validation runs on every process over all
+    validation samples.
 
     Args:
         device_mesh: not supported (model parallelism); must be None.
@@ -112,7 +114,30 @@ class DataParallel:
             with autodiff.no_grad():
                 model(data_adapter.slice_struct(x, slice(0, 1)), training=False)
         self.broadcast_weights(model)
+        self._state_snapshot = _snapshot(model.non_trainable_weights)
         model._fit_distribution = self
+
+    def end_epoch(self, model):
+        """Average the non-trainable weights that the forward pass changed on some process
+        (BatchNormalization's moving statistics), so that all processes hold the same ones.
+
+        Moving averages are linear, so the average of the per-process averages is the moving
+        average of the per-step means over the processes (the moving mean over the global
+        batches when shards are equal; the moving variance misses the spread between shards).
+        Weights that no process changed, such as frozen ones, are left untouched."""
+        variables = [v for v in model.non_trainable_weights
+                     if np.dtype(v.dtype).kind == "f"]
+        before = self._state_snapshot
+        changed = [not (id(v) in before and np.array_equal(
+            backend_module.convert_to_numpy(v.data), before[id(v)])) for v in variables]
+        changed = np.array(changed, np.uint8)
+        self.comm.Allreduce(self._mpi.IN_PLACE, changed, op=self._mpi.MAX)
+        for v, moved in zip(variables, changed):
+            if moved:
+                host = np.array(backend_module.convert_to_numpy(v.data), dtype=np.float64)
+                self.comm.Allreduce(self._mpi.IN_PLACE, host, op=self._mpi.SUM)
+                v.data[...] = v.backend.asarray((host / self.num_processes).astype(v.dtype))
+        self._state_snapshot = _snapshot(model.non_trainable_weights)
 
     def end_fit(self, model):
         model._fit_distribution = None
@@ -192,6 +217,10 @@ class DataParallel:
             else:
                 self._transport = reducer.MpiTransport(self.comm, self._mpi)
         return self._transport
+
+
+def _snapshot(variables):
+    return {id(v): np.array(backend_module.convert_to_numpy(v.data)) for v in variables}
 
 
 def _device_names(count):

@@ -71,6 +71,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
                 cbs.on_train_batch_end(step, step_logs if custom else model.get_metrics_result())
             if model.stop_training:
                 break
+        dist.end_epoch(model)  # data-parallel: processes agree on BatchNorm statistics
         # an overridden train_step's last logs are the epoch's logs (Keras 3 reads them too)
         logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
         if val is not None and _should_validate(epoch, validation_freq):

@@ -169,3 +169,29 @@ print(dist.process_id, distribution.list_devices(), dist.devices, dist.is_chief)
     assert lines[:2] == ["0 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] True",
                          "1 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] False"]
     assert lines[-1].startswith("TypeError set_distribution: expected a DataParallel or None")
+
+
+@needs_mpi
+def test_batchnorm_statistics_are_averaged_and_frozen_weights_left_alone():
+    code = """
+import hashlib
+from kerasrs import layers
+dist = kerasrs.distribution.DataParallel()
+kerasrs.distribution.set_distribution(dist)
+kerasrs.utils.set_random_seed(dist.process_id)
+frozen = layers.Dense(4, trainable=False)
+model = kerasrs.Sequential([kerasrs.Input((3,)), frozen, layers.BatchNormalization(),
+                            layers.Dense(2)])
+model.compile("adam", "mse")
+data = np.random.default_rng(0)
+x = (data.normal(size=(20, 3)) * np.repeat([1.0, 5.0], 2)[np.arange(20) % 4, None]).astype("float32")
+start = dist.comm.bcast(frozen.kernel.numpy().copy(), root=0)  # fit starts from rank 0's
+model.fit(x, data.normal(size=(20, 2)), batch_size=4, epochs=2, shuffle=False, verbose=0)
+kerasrs.distribution.set_distribution(None)
+bn = model.layers[1]
+print(dist.process_id, np.array_equal(frozen.kernel.numpy(), start),
+      [hashlib.sha1(w.numpy().tobytes()).hexdigest() for w in model.weights], bn.moving_mean.numpy().tolist())
+"""
+    lines = sorted(_snippet(code, ranks=2).stdout.splitlines())
+    assert [line.split(" ", 2)[1] for line in lines] == ["True", "True"]
+    assert lines[0].split(" ", 2)[2] == lines[1].split(" ", 2)[2]  # every weight, every rank
