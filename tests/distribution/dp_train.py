@@ -43,8 +43,8 @@ def train(dtype, parallel=False, overlap=True, tiny_batches=False, out=None):
     extra = {}
     if tiny_batches:
         path = f"{out}/ckpt_rank{rank}.weights.h5"
-        extra = dict(batch_size=2, validation_data=(x[:9], y[:9]), callbacks=[
-            kerasrs.callbacks.ModelCheckpoint(path, save_weights_only=True)])
+        extra = {"batch_size": 2, "validation_data": (x[:9], y[:9]), "callbacks": [
+            kerasrs.callbacks.ModelCheckpoint(path, save_weights_only=True)]}
     history = model.fit(x, y, sample_weight=weights, **{"batch_size": BATCH, **extra},
                         epochs=EPOCHS, shuffle=True, verbose=0)
     return [w.numpy() for w in model.weights], history.history, rank, size

@@ -31,14 +31,15 @@ def _run(args, ranks=None, env=None):
     cmd = [sys.executable, *map(str, args)]
     if ranks is not None:
         cmd = [MPIEXEC, "-n", str(ranks), *cmd]
-    done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=180,
+                          check=False)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
     return done
 
 
-def _train(out, dtype, ranks=None, *flags):
+def _train(out, dtype, ranks=None, *flags, env=None):
     out.mkdir()
-    _run([SCRIPT, out, dtype, *flags, *(["--parallel"] if ranks else [])], ranks)
+    _run([SCRIPT, out, dtype, *flags, *(["--parallel"] if ranks else [])], ranks, env)
     found = sorted(out.glob("rank*.npz"))
     assert len(found) == (ranks or 1), f"expected one result per process, got {found}"
     return [dict(np.load(out / f"rank{r}.npz")) for r in range(ranks or 1)]
@@ -60,6 +61,23 @@ def test_every_rank_ends_with_single_process_weights(tmp_path, ranks, dtype):
                                        atol=tol, err_msg=f"weight {i} vs. one process")
         for key in ("loss", "accuracy"):  # logs are summed over processes before reading
             np.testing.assert_allclose(result[key], reference[key], rtol=tol, atol=tol)
+
+
+@needs_mpi
+@pytest.mark.gpu
+def test_nccl_on_two_gpus_matches_single_process(tmp_path):
+    cupy = pytest.importorskip("cupy", reason="the CuPy backend needs CuPy")
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("NCCL needs one GPU per process: fewer than 2 GPUs here")
+    env = {**ENV, "KERASRS_BACKEND": "cupy"}
+    (reference,) = _train(tmp_path / "single", "float32", None, env=env)
+    results = _train(tmp_path / "parallel", "float32", 2, env=env)
+    for result in results:
+        assert int(result["size"]) == 2
+        for i in range(4):
+            np.testing.assert_array_equal(result[f"arr_{i}"], results[0][f"arr_{i}"])
+            np.testing.assert_allclose(result[f"arr_{i}"], reference[f"arr_{i}"], rtol=1e-6,
+                                       atol=1e-6)
 
 
 @needs_mpi

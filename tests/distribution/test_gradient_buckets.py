@@ -56,7 +56,6 @@ class _Copies:
     def start(self, array):
         self.started.append(len(self.owner._filled))
         array *= self.processes
-        return None
 
     def progress(self, requests):
         pass
