@@ -170,7 +170,7 @@ class DataParallel:
 
     def gradients(self, model, tape, target, variables, n_local):
         """The gradients of ``target`` averaged over every process's samples of this step."""
-        key = tuple(id(v) for v in variables)
+        key = (id(model._compiled_loss), *(id(v) for v in variables))
         if self._reducer_key != key:
             _check_losses(model)
             self._reducer = reducer.GradientReducer(

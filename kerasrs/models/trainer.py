@@ -247,8 +247,11 @@ class Trainer:
         """Forward pass, loss, gradients and one optimizer step; folds the loss into the loss
         mean. Returns the predictions."""
         optimizer = self.optimizer
+        dist = self._fit_distribution
         with autodiff.GradientTape() as tape:
-            y_pred = self(x, training=True)
+            # a data-parallel process without samples in this step still joins the allreduce;
+            # in inference mode no layer updates its statistics from the empty batch
+            y_pred = self(x, training=dist is None or _batch_size(x) > 0)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
             scaled = loss if optimizer is None or optimizer.loss_scale_factor is None else \
                 optimizer.scale_loss(loss)
@@ -257,7 +260,6 @@ class Trainer:
         if variables is None:
             variables = self._train_variables = self.trainable_weights
         if variables:
-            dist = self._fit_distribution
             grads = tape.gradient(scaled, variables) if dist is None else \
                 dist.gradients(self, tape, scaled, variables, _batch_size(x))
             optimizer.apply(grads, variables)
