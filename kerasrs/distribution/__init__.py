@@ -89,9 +89,6 @@ class _Local:
     def end_epoch(self, model):
         pass
 
-    def end_fit(self, model):
-        pass
-
     def any(self, flag):
         return flag
 

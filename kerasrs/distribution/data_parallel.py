@@ -139,9 +139,6 @@ class DataParallel:
                 v.data[...] = v.backend.asarray((host / self.num_processes).astype(v.dtype))
         self._state_snapshot = _snapshot(model.non_trainable_weights)
 
-    def end_fit(self, model):
-        model._fit_distribution = None
-
     def any(self, flag):
         """True on every process if ``flag`` is true on one (keeps per-batch work in step)."""
         return bool(self.comm.allreduce(bool(flag), op=self._mpi.LOR))

@@ -5,7 +5,7 @@ with ``n_local`` itself in the last slot; after the sum every process divides by
 global sample count. A mean-reduced loss over a shard, times the shard's size, is that shard's
 sum of per-sample losses, so the result is the gradient of the mean over the whole global batch,
 short last batch included. Bucketing follows PyTorch's DistributedDataParallel (Li et al., 2020,
-"PyTorch Distributed: Experiences on Accelerating Data Parallel Training", section 3.2.3): the
+"PyTorch Distributed: Experiences on Accelerating Data Parallel Training", VLDB, section 3.2): the
 variables are laid out in reverse order, the order in which backward finishes them, and a bucket
 is sent (nonblocking) as soon as all of its gradients are final.
 """

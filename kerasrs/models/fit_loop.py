@@ -83,7 +83,6 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         cbs.on_epoch_end(epoch, logs)
         if model.stop_training:
             break
-    dist.end_fit(model)
     cbs.on_train_end(logs)
     return model.history
 

@@ -378,10 +378,13 @@ class Trainer:
         from kerasrs.models import fit_loop
 
         self._require_compiled("fit")
-        return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
-                            validation_data, shuffle, class_weight, sample_weight, initial_epoch,
-                            steps_per_epoch, validation_steps, validation_batch_size,
-                            validation_freq)
+        try:
+            return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks,
+                                validation_split, validation_data, shuffle, class_weight,
+                                sample_weight, initial_epoch, steps_per_epoch, validation_steps,
+                                validation_batch_size, validation_freq)
+        finally:
+            self._fit_distribution = None  # data-parallel fit is over, even after an error
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
