@@ -2,10 +2,11 @@
 
 The 784-512-512-10 MLP of train_mlp.py (Adam) on Fashion-MNIST, global batch 256 (128 per
 process with 2). The driver launches itself under ``mpiexec`` and alternates the setups round by
-round (best epoch of each), then prints samples/second, the speed-up and the share of the step
-spent in gradient communication (time inside MPI calls, which includes waiting for the slower
-process; "transfer alone" times a blocking allreduce of the same buffer with the processes
-lined up, times the steps), with the allreduce overlapped with backward (buckets) and after backward. Run:
+round (best epoch of each), then prints samples/second, the speed-up and the share of the epoch
+spent in gradient communication: time inside MPI calls (which includes waiting for the slower
+process) and "transfer alone" (a blocking allreduce of the same buffer with the processes lined
+up, times the steps). Two ranks run with the allreduce overlapped with backward (buckets of
+``--bucket-mb``) and after backward (one allreduce). Run:
     .venv/bin/python benchmarks/data_parallel.py [--samples 8192] [--rounds 3] [--bucket-mb 1]
 """
 
