@@ -1,7 +1,7 @@
 """Training on several processes (Keras 3's ``keras.distribution`` names), built on mpi4py.
 
 ``import kerasrs`` does not import mpi4py or start MPI: that happens when a `DataParallel` is
-made. Typical use, launched with ``mpiexec -n 4 python train.py``::
+made. Typical use, launched with ``mpiexec -n 4 python -m mpi4py train.py``::
 
     kerasrs.distribution.set_distribution(kerasrs.distribution.DataParallel())
     model.fit(x, y, batch_size=256)   # 256 samples per step in all, 64 per process

@@ -27,9 +27,11 @@ class DataParallel:
     local rank and the gradients are summed with NCCL (``cupy.cuda.nccl``; MPI hands out the
     NCCL id).
 
-    Launch with ``mpiexec -n N python train.py`` (``pip install "kerasrs[mpi]"`` brings mpi4py
-    and the ``mpich`` wheel with its ``mpiexec``); on the CuPy backend make the distribution
-    before building the model, so that its weights land on the process's GPU.
+    Launch with ``mpiexec -n N python -m mpi4py train.py`` (``-m mpi4py`` makes an error on one
+    process end the whole job instead of leaving the others waiting; ``pip install
+    "kerasrs[mpi]"`` brings mpi4py and the ``mpich`` wheel with its ``mpiexec``). On the CuPy
+    backend make the distribution before building the model, so that its weights land on the
+    process's GPU.
 
     Exact for losses reduced with "sum_over_batch_size" (the default) or "mean", and for weight
     regularizers; losses reduced by "sum" or "mean_with_sample_weight", or with

@@ -29,8 +29,8 @@ needs_mpi = pytest.mark.skipif(
 
 def _run(args, ranks=None, env=None):
     cmd = [sys.executable, *map(str, args)]
-    if ranks is not None:
-        cmd = [MPIEXEC, "-n", str(ranks), *cmd]
+    if ranks is not None:  # `-m mpi4py`: an error on one process aborts them all (no hang)
+        cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", *map(str, args)]
     done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=180,
                           check=False)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
