@@ -23,14 +23,11 @@ class NcclTransport:
     `kerasrs.distribution.reducer.MpiTransport`: ``start``, ``progress``, ``wait_all``)."""
 
     def __init__(self, mpi_comm):
-        cp = cupy_backend.import_cupy()
-        from cupy.cuda import nccl
-
-        self.cp, self.nccl = cp, nccl
-        uid = nccl.get_unique_id() if mpi_comm.Get_rank() == 0 else None
-        uid = mpi_comm.bcast(uid, root=0)
-        self.comm = nccl.NcclCommunicator(mpi_comm.Get_size(), uid, mpi_comm.Get_rank())
-        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.cp, self.nccl = cupy_backend.import_cupy(), cupy_backend.import_nccl()
+        uid = self.nccl.get_unique_id() if mpi_comm.Get_rank() == 0 else None
+        uid = mpi_comm.bcast(uid, root=0)  # MPI hands rank 0's NCCL id to every process
+        self.comm = self.nccl.NcclCommunicator(mpi_comm.Get_size(), uid, mpi_comm.Get_rank())
+        self.stream = self.cp.cuda.Stream(non_blocking=True)
 
     def start(self, array):
         """Start summing ``array`` (contiguous, float32/float64) in place; returns an event."""
