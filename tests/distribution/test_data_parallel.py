@@ -31,7 +31,7 @@ def _run(args, ranks=None, env=None):
     cmd = [sys.executable, *map(str, args)]
     if ranks is not None:  # `-m mpi4py`: an error on one process aborts them all (no hang)
         cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", *map(str, args)]
-    done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=180,
+    done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
     return done
@@ -229,3 +229,28 @@ say(np.array_equal(frozen.kernel.numpy(), start), all(np.isfinite(w.numpy()).all
     first, second = _snippet(code, ranks=2)
     assert first.startswith("True True ")  # frozen weights unchanged; no NaN statistics
     assert first == second  # every weight, BatchNorm statistics included, on every process
+
+
+@needs_mpi
+def test_only_rank_0_prints_and_a_batch_callback_on_one_rank_does_not_hang():
+    code = """
+dist = kerasrs.distribution.DataParallel()
+kerasrs.distribution.set_distribution(dist)
+
+class Losses(kerasrs.callbacks.Callback):
+    seen = []
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen.append(round(logs["loss"], 6))
+
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(1)])
+model.compile("sgd", "mse")
+x = np.arange(30, dtype="float32").reshape(10, 3) / 30
+# the callback only on rank 0: its per-batch logs need every process in step
+history = model.fit(x, x[:, :1], batch_size=4, epochs=2, verbose=2, shuffle=False,
+                    callbacks=[Losses()] if dist.is_chief else [])
+say(len(Losses.seen), not Losses.seen or round(history.history["loss"][-1], 6) == Losses.seen[-1])
+"""
+    lines = _snippet(code, ranks=2)
+    for epoch in ("Epoch 1/2", "Epoch 2/2"):  # rank 0 prints, the other is silent
+        assert sum(line.startswith(epoch) for line in lines) == 1, lines
+    assert lines[-2:] == ["6 True", "0 True"]  # the last batch's logs are the epoch's
