@@ -8,6 +8,8 @@ from kerasrs import backend as backend_module
 from kerasrs.distribution import mpi, reducer
 
 _EXACT_REDUCTIONS = ("sum_over_batch_size", "mean")
+# Callbacks that only write logs (files, event files, HTTP posts): only rank 0 runs them.
+REPORTING_CALLBACKS = frozenset({"CSVLogger", "TensorBoard", "RemoteMonitor"})
 
 
 class DataParallel:
@@ -118,6 +120,15 @@ class DataParallel:
         self.broadcast_weights(model)
         self._state_snapshot = _snapshot(model.non_trainable_weights)
         model._fit_distribution = self
+
+    def for_this_process(self, verbose, callbacks):
+        """``(verbose, callbacks)`` for this process: rank 0 keeps both; the others train
+        silently and without the callbacks that only report (`REPORTING_CALLBACKS`), so that
+        one process writes the logs. Callbacks that change training stay everywhere."""
+        if self.is_chief:
+            return verbose, callbacks
+        kept = [c for c in callbacks or [] if type(c).__name__ not in REPORTING_CALLBACKS]
+        return 0, kept
 
     def end_epoch(self, model):
         """Average the non-trainable weights that the forward pass changed on some process

@@ -7,13 +7,19 @@ import numpy as np
 
 from kerasrs import distribution
 from kerasrs.callbacks import CallbackList
-from kerasrs.models import data_adapter, trainer
+from kerasrs.models import data_adapter, interrupts, trainer
 
 
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,
         shuffle, class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps,
         validation_batch_size, validation_freq):
-    """Run ``Model.fit`` (arguments as documented there); returns the `History`."""
+    """Run ``Model.fit`` (arguments as documented there); returns the `History`.
+
+    Ctrl-C (SIGINT) stops training once the current batch is done (a second Ctrl-C interrupts at
+    once): the unfinished epoch is dropped, ``on_train_end`` runs (so callbacks restore weights,
+    close files and keep backups), ``model.history`` keeps the finished epochs, and then
+    KeyboardInterrupt is raised.
+    """
     _check_epochs(epochs, initial_epoch)
     x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
     n = data_adapter.num_samples("fit", x=x, y=y, sample_weight=sample_weight)
@@ -37,7 +43,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     verbose = trainer._verbose(verbose)
     dist = distribution.for_fit()  # a DataParallel, or a stand-in whose hooks change nothing
     dist.begin_fit(model, x)
-    verbose = verbose if dist.is_chief else 0
+    verbose, callbacks = dist.for_this_process(verbose, callbacks)  # rank 0 reports
     steps = steps_per_epoch or -(-n // batch_size)
     cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=model,
                        verbose=verbose, epochs=epochs, steps=steps)
@@ -46,44 +52,67 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     train_step, custom = model._step_function("train")
     hooks = dist.any(cbs.wants_batch_hooks("train"))  # same collectives on every process
     queue = collections.deque()
-    logs = {}
+    logs = training_logs = {}
+    interrupted = None
     cbs.on_train_begin()
-    for epoch in range(initial_epoch, epochs):
-        model.reset_metrics()
-        cbs.on_epoch_begin(epoch)
-        if steps_per_epoch is None or not queue:
-            queue = collections.deque(dist.shard_batches(
-                data_adapter.batch_indices(n, batch_size, shuffle)))
-        step_logs = None
-        for step in range(steps):
-            if not queue:
-                warnings.warn(f"Model.fit: the data ran out after {step} of {steps} steps in "
-                              f"epoch {epoch + 1} (steps_per_epoch={steps_per_epoch}); the next "
-                              "epoch starts a new pass over the data.", stacklevel=3)
+    # a BackupAndRestore callback sets where a resumed fit starts
+    initial_epoch = model.__dict__.pop("_initial_epoch", None) or initial_epoch
+    sigint = interrupts.DeferredInterrupt()
+    try:
+        for epoch in range(initial_epoch, epochs):
+            model.reset_metrics()
+            cbs.on_epoch_begin(epoch)
+            if steps_per_epoch is None or not queue:
+                queue = collections.deque(dist.shard_batches(
+                    data_adapter.batch_indices(n, batch_size, shuffle)))
+            step_logs = None
+            for step in range(steps):
+                if not queue:
+                    warnings.warn(f"Model.fit: the data ran out after {step} of {steps} steps "
+                                  f"in epoch {epoch + 1} (steps_per_epoch={steps_per_epoch}); the "
+                                  "next epoch starts a new pass over the data.", stacklevel=3)
+                    break
+                index = queue.popleft()
+                if hooks:
+                    cbs.on_train_batch_begin(step)
+                out = train_step(*(data_adapter.slice_struct(s, index)
+                                   for s in (x, y, sample_weight)))
+                if custom:
+                    step_logs = out
+                if hooks:
+                    cbs.on_train_batch_end(step, step_logs if custom else
+                                           model.get_metrics_result())
+                sigint.requested = dist.any(sigint.requested)  # all processes stop together
+                if model.stop_training or sigint.requested:
+                    break
+            if sigint.requested:
+                break  # Ctrl-C: the unfinished epoch is not logged
+            dist.end_epoch(model)  # data-parallel: processes agree on BatchNorm statistics
+            # an overridden train_step's last logs are the epoch's logs (Keras 3 reads them too)
+            logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
+            if val is not None and _should_validate(epoch, validation_freq):
+                size = trainer._check_batch_size(validation_batch_size or batch_size, "fit")
+                batches = data_adapter.batch_indices(n_val, size)[:validation_steps]
+                with dist.local(model):
+                    val_logs = model._evaluate_batches(*val, batches, cbs)
+                logs.update({f"val_{k}": v for k, v in val_logs.items()})
+            cbs.on_epoch_end(epoch, logs)
+            training_logs = logs
+            if model.stop_training or sigint.requested:
                 break
-            index = queue.popleft()
-            if hooks:
-                cbs.on_train_batch_begin(step)
-            out = train_step(*(data_adapter.slice_struct(s, index) for s in (x, y, sample_weight)))
-            if custom:
-                step_logs = out
-            if hooks:
-                cbs.on_train_batch_end(step, step_logs if custom else model.get_metrics_result())
-            if model.stop_training:
-                break
-        dist.end_epoch(model)  # data-parallel: processes agree on BatchNorm statistics
-        # an overridden train_step's last logs are the epoch's logs (Keras 3 reads them too)
-        logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
-        if val is not None and _should_validate(epoch, validation_freq):
-            size = trainer._check_batch_size(validation_batch_size or batch_size, "fit")
-            batches = data_adapter.batch_indices(n_val, size)[:validation_steps]
-            with dist.local(model):
-                val_logs = model._evaluate_batches(*val, batches, cbs)
-            logs.update({f"val_{k}": v for k, v in val_logs.items()})
-        cbs.on_epoch_end(epoch, logs)
-        if model.stop_training:
-            break
-    cbs.on_train_end(logs)
+    except KeyboardInterrupt as e:  # Ctrl-C that the deferred handler did not catch
+        interrupted = e
+    finally:
+        sigint.restore()
+    if sigint.requested and interrupted is None:
+        interrupted = KeyboardInterrupt("Model.fit was interrupted (Ctrl-C); model.history "
+                                        "holds the finished epochs.")
+    if epochs > 0 and model.optimizer is not None:
+        model.optimizer.finalize_variable_values(model.trainable_weights)
+    # on an interrupt too: callbacks restore weights, close files and keep their backups
+    cbs.on_train_end(training_logs)
+    if interrupted is not None:
+        raise interrupted
     return model.history
 
 

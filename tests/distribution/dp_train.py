@@ -3,8 +3,8 @@
 ``python dp_train.py OUT_DIR DTYPE [--parallel] [--no-overlap] [--tiny-batches]`` writes
 ``OUT_DIR/rank<r>.npz`` with the final weights, the logs per epoch and the world size this
 process saw. ``--tiny-batches`` trains in batches of 2 (so with 3 processes one has no samples in
-each step), validates, and checkpoints to ``OUT_DIR/ckpt_rank<r>.weights.h5`` (only rank 0 may
-write). Each process starts from
+each step), validates, checkpoints to ``OUT_DIR/ckpt_rank<r>.weights.h5`` and logs to
+``OUT_DIR/log_rank<r>.csv`` (only rank 0 may write either). Each process starts from
 different random weights (seeded by its rank), so equal results prove the broadcast from rank 0;
 23 samples in batches of 8 leave a short last batch of 7 (one process gets only 2 of it with 3).
 """
@@ -44,7 +44,8 @@ def train(dtype, parallel=False, overlap=True, tiny_batches=False, out=None):
     if tiny_batches:
         path = f"{out}/ckpt_rank{rank}.weights.h5"
         extra = {"batch_size": 2, "validation_data": (x[:9], y[:9]), "callbacks": [
-            kerasrs.callbacks.ModelCheckpoint(path, save_weights_only=True)]}
+            kerasrs.callbacks.ModelCheckpoint(path, save_weights_only=True),
+            kerasrs.callbacks.CSVLogger(f"{out}/log_rank{rank}.csv")]}
     history = model.fit(x, y, sample_weight=weights, **{"batch_size": BATCH, **extra},
                         epochs=EPOCHS, shuffle=True, verbose=0)
     return [w.numpy() for w in model.weights], history.history, rank, size

@@ -90,15 +90,15 @@ def test_reduce_after_backward_gives_the_same_weights(tmp_path):
 
 
 @needs_mpi
-def test_empty_shards_validation_and_checkpoints_only_on_rank_0(tmp_path):
+def test_empty_shards_validation_and_files_only_from_rank_0(tmp_path):
     (reference,) = _train(tmp_path / "single", "float64", None, "--tiny-batches")
     results = _train(tmp_path / "parallel", "float64", 3, "--tiny-batches")
     assert [int(r["size"]) for r in results] == [3, 3, 3]
     for result in results:
         for key in ("arr_0", "arr_3", "loss", "val_loss", "val_accuracy"):
             np.testing.assert_allclose(result[key], reference[key], rtol=1e-12, atol=1e-12)
-    assert sorted(p.name for p in (tmp_path / "parallel").glob("ckpt_*")) == \
-        ["ckpt_rank0.weights.h5"]
+    written = sorted(p.name for p in (tmp_path / "parallel").glob("*_rank*"))
+    assert written == ["ckpt_rank0.weights.h5", "log_rank0.csv"]
 
 
 def _snippet(code, ranks=None, env=None):
