@@ -254,3 +254,32 @@ say(len(Losses.seen), not Losses.seen or round(history.history["loss"][-1], 6) =
     for epoch in ("Epoch 1/2", "Epoch 2/2"):  # rank 0 prints, the other is silent
         assert sum(line.startswith(epoch) for line in lines) == 1, lines
     assert lines[-2:] == ["6 True", "0 True"]  # the last batch's logs are the epoch's
+
+
+@needs_mpi
+def test_backup_and_restore_resumes_every_process_from_rank_0s_backup(tmp_path):
+    code = f"""
+dist = kerasrs.distribution.DataParallel()
+kerasrs.distribution.set_distribution(dist)
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(1)])
+model.compile("sgd", "mse")
+x = np.arange(30, dtype="float32").reshape(10, 3) / 30
+
+class Crash(kerasrs.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 1:
+            raise RuntimeError("crash")
+
+backup = kerasrs.callbacks.BackupAndRestore({str(tmp_path / "backup")!r})
+try:
+    model.fit(x, x[:, :1], batch_size=4, epochs=4, verbose=0, callbacks=[backup, Crash()])
+except RuntimeError:
+    pass
+history = model.fit(x, x[:, :1], batch_size=4, epochs=4, verbose=0, callbacks=[backup])
+import os
+say(history.epoch, os.path.exists({str(tmp_path / "backup")!r}),
+    model.weights[0].numpy().ravel().round(6).tolist())
+"""
+    first, second = _snippet(code, ranks=2)
+    assert first.startswith("[2, 3] False ")  # resumed after the 2 saved epochs; backup deleted
+    assert first.split(" ", 3)[3] == second.split(" ", 3)[3]
