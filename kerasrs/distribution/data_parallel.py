@@ -24,8 +24,10 @@ class DataParallel:
     applies the same update, and training matches single-process training on the same batches
     up to float rounding. ``fit`` broadcasts rank 0's weights first; metrics are summed over
     processes before they are read, so the logs, the progress bar (rank 0 only) and the
-    callbacks' decisions agree; only rank 0 writes files with ``Model.save``/``save_weights``
-    (so also in ``ModelCheckpoint``). On the CuPy backend each process uses the GPU of its
+    callbacks' decisions agree. Only rank 0 writes files: ``Model.save``/``save_weights`` do
+    nothing on the other processes (so ``ModelCheckpoint`` and ``BackupAndRestore`` write once),
+    and the callbacks that only report (`REPORTING_CALLBACKS`) run on rank 0 alone. A Ctrl-C
+    stops every process after the same batch. On the CuPy backend each process uses the GPU of its
     local rank and the gradients are summed with NCCL (``cupy.cuda.nccl``; MPI hands out the
     NCCL id).
 
