@@ -163,6 +163,18 @@ class DataParallel:
         batches = self.comm.bcast(batches if self.is_chief else None, root=0)
         return [self.shard(index) for index in batches]
 
+    def shard_batch(self, batch):
+        """This process's rows of one global batch given as data: an array, or a tuple, list
+        or dict of them (None stays). For batches that an iterator yields in the same order on
+        every process."""
+        if batch is None:
+            return None
+        if isinstance(batch, dict):
+            return {k: self.shard_batch(v) for k, v in batch.items()}
+        if isinstance(batch, (list, tuple)):
+            return type(batch)(self.shard_batch(v) for v in batch)
+        return batch[self.shard(slice(0, len(batch)))]
+
     def shard(self, index):
         """The contiguous part ``[n * rank / size, n * (rank + 1) / size)`` of one batch."""
         n = index.stop - index.start if isinstance(index, slice) else len(index)

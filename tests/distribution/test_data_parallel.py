@@ -197,11 +197,15 @@ try:
 except TypeError as e:
     say(e)
 say(dist.process_id, distribution.list_devices(), dist.devices, dist.is_chief)
+rows = np.arange(5)
+say(dist.shard_batch({"x": (rows, None), "y": [rows * 10]}), dist.shard(np.arange(10, 15)))
 """
     error = "set_distribution: expected a DataParallel or None. Received: str"
     assert _snippet(code, ranks=2) == [
-        f"{error} | 0 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] True",
-        f"{error} | 1 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] False"]
+        f"{error} | 0 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] True | "
+        "{'x': (array([0, 1]), None), 'y': [array([ 0, 10])]} [10 11]",
+        f"{error} | 1 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] False | "
+        "{'x': (array([2, 3, 4]), None), 'y': [array([20, 30, 40])]} [12 13 14]"]
 
 
 @needs_mpi
