@@ -38,18 +38,31 @@ def _run(args, ranks=None, env=None):
 
 
 def _train(out, dtype, ranks=None, *flags, env=None):
-    out.mkdir()
+    out.mkdir(exist_ok=True)
     _run([SCRIPT, out, dtype, *flags, *(["--parallel"] if ranks else [])], ranks, env)
     found = sorted(out.glob("rank*.npz"))
     assert len(found) == (ranks or 1), f"expected one result per process, got {found}"
     return [dict(np.load(out / f"rank{r}.npz")) for r in range(ranks or 1)]
 
 
+@pytest.fixture(scope="module")
+def single_process(tmp_path_factory):
+    """``dtype -> results of dp_train.py on one process without MPI``, each run once."""
+    cache = {}
+
+    def get(dtype):
+        if dtype not in cache:
+            (cache[dtype],) = _train(tmp_path_factory.mktemp("single"), dtype)
+        return cache[dtype]
+
+    return get
+
+
 @needs_mpi
 @pytest.mark.parametrize("ranks", [2, 3])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_every_rank_ends_with_single_process_weights(tmp_path, ranks, dtype):
-    (reference,) = _train(tmp_path / "single", dtype)
+def test_every_rank_ends_with_single_process_weights(tmp_path, single_process, ranks, dtype):
+    reference = single_process(dtype)
     results = _train(tmp_path / "parallel", dtype, ranks)
     tol = TOLERANCE[dtype]
     for rank, result in enumerate(results):
