@@ -7,6 +7,8 @@ made. Typical use, launched with ``mpiexec -n 4 python -m mpi4py train.py``::
     model.fit(x, y, batch_size=256)   # 256 samples per step in all, 64 per process
 """
 
+import contextlib
+
 from kerasrs.distribution.data_parallel import DataParallel
 
 __all__ = ["DataParallel", "distribution", "initialize", "list_devices", "set_distribution"]
@@ -98,9 +100,10 @@ class _Local:
     def shard_batches(self, batches):
         return batches
 
-    def local(self, model):
-        import contextlib
+    def shard_batch(self, batch):
+        return batch
 
+    def local(self, model):
         return contextlib.nullcontext()
 
 
