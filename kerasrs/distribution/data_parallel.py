@@ -221,8 +221,13 @@ class DataParallel:
                 _write_state(state, value)
 
     def broadcast_weights(self, model):
-        """Copy every weight of ``model`` (trainable or not) from rank 0 to all processes."""
-        for v in model.weights:
+        """Copy every weight of ``model`` (trainable or not) and, once built, the optimizer's
+        state from rank 0 to all processes."""
+        optimizer = getattr(model, "optimizer", None)
+        built = self.comm.bcast(bool(getattr(optimizer, "built", False)), root=0)
+        if built and not optimizer.built:  # rank 0 restored optimizer state; make the slots
+            optimizer.build(model.trainable_weights)
+        for v in model.weights + (list(optimizer.variables) if built else []):
             host = np.ascontiguousarray(backend_module.convert_to_numpy(v.data))
             self.comm.Bcast(host, root=0)
             v.data[...] = v.backend.asarray(host)

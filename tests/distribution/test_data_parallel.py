@@ -300,3 +300,30 @@ say(history.epoch, os.path.exists({str(tmp_path / "backup")!r}),
     first, second = _snippet(code, ranks=2)
     assert first.startswith("[2, 3] False ")  # resumed after the 2 saved epochs; backup deleted
     assert first.split(" ", 3)[3] == second.split(" ", 3)[3]
+
+
+@needs_mpi
+def test_weights_and_optimizer_state_loaded_on_rank_0_reach_every_process(tmp_path):
+    path = tmp_path / "start.keras"
+    code = f"""
+x = np.arange(30, dtype="float32").reshape(10, 3) / 30
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(1)])
+model.compile(kerasrs.optimizers.Adam(0.1), "mse")
+model.fit(x, x[:, :1], epochs=2, verbose=0)
+model.save({str(path)!r})
+"""
+    _snippet(code)
+    code = f"""
+x = np.arange(30, dtype="float32").reshape(10, 3) / 30
+dist = kerasrs.distribution.DataParallel()
+kerasrs.distribution.set_distribution(dist)
+kerasrs.utils.set_random_seed(dist.process_id)
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(1)])
+model.compile(kerasrs.optimizers.Adam(0.1), "mse")
+if dist.is_chief:  # only rank 0 reads the file: weights and Adam's moments
+    model = kerasrs.saving.load_model({str(path)!r})
+model.fit(x, x[:, :1], epochs=1, verbose=0)
+say(model.weights[0].numpy().ravel().tolist(), int(model.optimizer.iterations.numpy()))
+"""
+    first, second = _snippet(code, ranks=2)
+    assert first == second and first.endswith(" 3")  # 1 step after the 2 restored ones
