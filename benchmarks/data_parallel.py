@@ -1,11 +1,13 @@
-"""Data-parallel training throughput: 1 process against 2 MPI processes, one BLAS thread each.
+"""Data-parallel training throughput: 1 process against 2 MPI processes, one BLAS thread each
+(and, for reference, 1 process with 2 BLAS threads: the same two cores used by threads).
 
 The 784-512-512-10 MLP of train_mlp.py (Adam) on Fashion-MNIST, global batch 256 (128 per
 process with 2). The driver launches itself under ``mpiexec`` and alternates the setups round by
 round (best epoch of each), then prints samples/second, the speed-up and the share of the epoch
 spent in gradient communication: time inside MPI calls (which includes waiting for the slower
 process) and "transfer alone" (a blocking allreduce of the same buffer with the processes lined
-up, times the steps). Two ranks run with the allreduce overlapped with backward (buckets of
+up, times the steps). "1 rank, DataParallel" is the machinery's own cost (buffer copies,
+hooks). Two ranks run with the allreduce overlapped with backward (buckets of
 ``--bucket-mb``) and after backward (one allreduce). Run:
     .venv/bin/python benchmarks/data_parallel.py [--samples 8192] [--rounds 3] [--bucket-mb 1]
 """
@@ -17,8 +19,10 @@ import shutil
 import subprocess
 import sys
 
-SETUPS = {"1 process": (1, "none"), "2 ranks, overlapped": (2, "overlap"),
-          "2 ranks, after backward": (2, "after")}
+# name: (processes, mode, BLAS threads per process)
+SETUPS = {"1 process": (1, "none", 1), "1 process, 2 threads": (1, "none", 2),
+          "1 rank, DataParallel": (1, "overlap", 1), "2 ranks, overlapped": (2, "overlap", 1),
+          "2 ranks, after backward": (2, "after", 1)}
 
 
 def worker(args):
@@ -68,15 +72,15 @@ def _allreduce_seconds(dist, repeats=20):
 def driver(args):
     here = os.path.dirname(os.path.abspath(__file__))
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1"}
     best = {name: None for name in SETUPS}
     for _ in range(args.rounds):
-        for name, (ranks, mode) in SETUPS.items():
+        for name, (ranks, mode, threads) in SETUPS.items():
+            env = {**os.environ, **{v: str(threads) for v in (
+                "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
             cmd = [sys.executable, os.path.join(here, "data_parallel.py"), "--worker", mode,
                    "--samples", str(args.samples), "--batch-size", str(args.batch_size),
                    "--bucket-mb", str(args.bucket_mb)]
-            if ranks > 1:
+            if mode != "none":
                 cmd = [mpiexec, "-n", str(ranks), *cmd]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
