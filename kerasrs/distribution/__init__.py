@@ -7,8 +7,6 @@ made. Typical use, launched with ``mpiexec -n 4 python -m mpi4py train.py``::
     model.fit(x, y, batch_size=256)   # 256 samples per step in all, 64 per process
 """
 
-import contextlib
-
 from kerasrs.distribution.data_parallel import DataParallel
 
 __all__ = ["DataParallel", "distribution", "initialize", "list_devices", "set_distribution"]
@@ -103,8 +101,6 @@ class _Local:
     def shard_batch(self, batch):
         return batch
 
-    def local(self, model):
-        return contextlib.nullcontext()
 
 
 _LOCAL = _Local()

@@ -43,8 +43,8 @@ class DataParallel:
     batch), and so does an overridden ``train_step``. BatchNormalization normalizes with each
     process's shard statistics (as Keras does without SyncBatchNormalization); its moving
     statistics are averaged over the processes at the end of every epoch (`end_epoch`).
-    Dropout masks differ between processes. Validation runs on every process over all
-    validation samples.
+    Dropout masks differ between processes. Validation in ``fit`` is sharded and reduced the
+    same way; ``evaluate``, ``predict`` and ``train_on_batch`` run on each process alone.
 
     Args:
         device_mesh: not supported (model parallelism); must be None.
@@ -182,15 +182,6 @@ class DataParallel:
         if isinstance(index, slice):
             return slice(index.start + lo, index.start + hi)
         return index[lo:hi]
-
-    @contextlib.contextmanager
-    def local(self, model):
-        """Inside the block, the model's metrics are this process's own (validation)."""
-        model._fit_distribution = None
-        try:
-            yield
-        finally:
-            model._fit_distribution = self
 
     def gradients(self, model, tape, target, variables, n_local):
         """The gradients of ``target`` averaged over every process's samples of this step."""

@@ -93,8 +93,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             if val is not None and _should_validate(epoch, validation_freq):
                 size = trainer._check_batch_size(validation_batch_size or batch_size, "fit")
                 batches = data_adapter.batch_indices(n_val, size)[:validation_steps]
-                with dist.local(model):
-                    val_logs = model._evaluate_batches(*val, batches, cbs)
+                val_logs = model._evaluate_batches(*val, dist.shard_batches(batches), cbs)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
             training_logs = logs

@@ -413,6 +413,8 @@ class Trainer:
         test_step, custom = self._step_function("test")
         callbacks.on_test_begin()
         hooks = callbacks.wants_batch_hooks("test")
+        if self._fit_distribution is not None:  # data-parallel validation: all in step
+            hooks = self._fit_distribution.any(hooks)
         logs = None
         for step, index in enumerate(batches):
             if hooks:
