@@ -83,8 +83,14 @@ class _Local:
 
     is_chief = True
 
-    def begin_fit(self, model, x):
+    def begin_fit(self, model, x=None):
         model._fit_distribution = None
+
+    def begin_epoch(self):
+        pass
+
+    def shard_step(self, batch):
+        return batch
 
     def end_epoch(self, model):
         pass
@@ -95,12 +101,8 @@ class _Local:
     def any(self, flag):
         return flag
 
-    def shard_batches(self, batches):
-        return batches
-
     def shard_batch(self, batch):
         return batch
-
 
 
 _LOCAL = _Local()

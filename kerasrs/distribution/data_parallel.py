@@ -103,9 +103,14 @@ class DataParallel:
         return self.process_id == 0
 
     # -- hooks called by Model.fit (kerasrs.models.fit_loop and trainer) -------------------------
-    def begin_fit(self, model, x):
-        """Check the model can be trained in parallel, build it, and copy rank 0's weights to
-        every process. Raises NotImplementedError for an overridden ``train_step``."""
+    def begin_fit(self, model, x=None):
+        """Check the model can be trained in parallel, build it (on ``x[:1]``, the training
+        arrays), and copy rank 0's weights and optimizer state to every process.
+
+        Raises:
+            NotImplementedError: for an overridden ``train_step``.
+            ValueError: for an unbuilt model and data that are not arrays.
+        """
         from kerasrs.models import trainer  # a hook of fit: reaching up to check its owner
 
         if type(model).train_step is not trainer.Trainer.train_step:
@@ -113,6 +118,10 @@ class DataParallel:
                 f"DataParallel: {type(model).__name__} overrides train_step, whose gradients "
                 "DataParallel cannot reduce; use the built-in train_step (compute_loss and "
                 "compute_metrics may be overridden). Received: a custom train_step")
+        if not model.built and x is None:
+            raise ValueError("DataParallel: build the model before fit on a dataset or "
+                             "generator (give it an Input, or call model.build), so that every "
+                             "process starts from rank 0's weights. Received: an unbuilt model")
         if not model.built:
             from kerasrs import autodiff
             from kerasrs.models import data_adapter
@@ -158,10 +167,20 @@ class DataParallel:
         """True on every process if ``flag`` is true on one (keeps per-batch work in step)."""
         return bool(self.comm.allreduce(bool(flag), op=self._mpi.LOR))
 
-    def shard_batches(self, batches):
-        """This process's part of each of rank 0's batches (index arrays or slices)."""
-        batches = self.comm.bcast(batches if self.is_chief else None, root=0)
-        return [self.shard(index) for index in batches]
+    def begin_epoch(self):
+        """Give every process rank 0's NumPy global random state, so that the shuffled order of
+        the epoch (drawn from it) is the same everywhere."""
+        np.random.set_state(self.comm.bcast(np.random.get_state() if self.is_chief else None,
+                                            root=0))
+
+    def shard_step(self, batch):
+        """This process's part of one fit batch ``(x, y, sample_weight[, real_rows])``; for a
+        padded last batch (``real_rows`` given) the count of real rows in the part follows."""
+        part = self.shard_batch(tuple(batch[:3]))
+        if len(batch) == 3:
+            return part
+        lo, hi = self._bounds(len(_first_leaf(batch[0])))
+        return (*part, min(max(batch[3] - lo, 0), hi - lo))
 
     def shard_batch(self, batch):
         """This process's rows of one global batch given as data: an array, or a tuple, list
@@ -176,9 +195,10 @@ class DataParallel:
         return batch[self.shard(slice(0, len(batch)))]
 
     def shard(self, index):
-        """The contiguous part ``[n * rank / size, n * (rank + 1) / size)`` of one batch."""
+        """The contiguous part ``[n * rank / size, n * (rank + 1) / size)`` of one batch's
+        index (a slice or an index array)."""
         n = index.stop - index.start if isinstance(index, slice) else len(index)
-        lo, hi = (n * r // self.num_processes for r in (self.process_id, self.process_id + 1))
+        lo, hi = self._bounds(n)
         if isinstance(index, slice):
             return slice(index.start + lo, index.start + hi)
         return index[lo:hi]
@@ -193,6 +213,9 @@ class DataParallel:
                 int(self.bucket_size_mb * 2**20), self.overlap)
             self._reducer_key = key
         return self._reducer.gradients(tape, target, n_local)
+
+    def _bounds(self, n):
+        return tuple(n * r // self.num_processes for r in (self.process_id, self.process_id + 1))
 
     @contextlib.contextmanager
     def global_metric_states(self, metrics):
@@ -237,6 +260,12 @@ class DataParallel:
             else:
                 self._transport = reducer.MpiTransport(self.comm, self._mpi)
         return self._transport
+
+
+def _first_leaf(struct):
+    while isinstance(struct, (dict, list, tuple)):
+        struct = next(iter(struct.values())) if isinstance(struct, dict) else struct[0]
+    return struct
 
 
 def _snapshot(variables):

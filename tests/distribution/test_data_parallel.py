@@ -94,6 +94,17 @@ def test_nccl_on_two_gpus_matches_single_process(tmp_path):
 
 
 @needs_mpi
+@pytest.mark.parametrize("flag", ["--pad", "--pydataset"])
+def test_padded_last_batch_and_pydataset_input_match_single_process(tmp_path, flag):
+    (reference,) = _train(tmp_path / "single", "float64", None, flag)
+    results = _train(tmp_path / "parallel", "float64", 3, flag)
+    for result in results:
+        assert int(result["size"]) == 3
+        for key in ("arr_0", "arr_1", "arr_2", "arr_3", "loss", "accuracy"):
+            np.testing.assert_allclose(result[key], reference[key], rtol=1e-12, atol=1e-12)
+
+
+@needs_mpi
 def test_reduce_after_backward_gives_the_same_weights(tmp_path):
     overlapped = _train(tmp_path / "overlap", "float64", 3)
     blocking = _train(tmp_path / "blocking", "float64", 3, "--no-overlap")
@@ -215,10 +226,10 @@ say(dist.shard_batch({"x": (rows, None), "y": [rows * 10]}), dist.shard(np.arang
 """
     error = "set_distribution: expected a DataParallel or None. Received: str"
     assert _snippet(code, ranks=2) == [
-        f"{error} | 0 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] True | "
-        "{'x': (array([0, 1]), None), 'y': [array([ 0, 10])]} [10 11]",
-        f"{error} | 1 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] False | "
-        "{'x': (array([2, 3, 4]), None), 'y': [array([20, 30, 40])]} [12 13 14]"]
+        (f"{error} | 0 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] True | "
+         "{'x': (array([0, 1]), None), 'y': [array([ 0, 10])]} [10 11]"),
+        (f"{error} | 1 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] False | "
+         "{'x': (array([2, 3, 4]), None), 'y': [array([20, 30, 40])]} [12 13 14]")]
 
 
 @needs_mpi
