@@ -16,20 +16,22 @@ class DataParallel:
     """Data parallelism over the processes of an MPI job (Keras 3's
     ``keras.distribution.DataParallel``, built on mpi4py).
 
-    Every process holds the whole model. In ``fit``, rank 0's batch order is used everywhere;
-    each process takes a contiguous shard of every global batch of ``batch_size`` samples,
-    computes the gradient of its mean loss, and one sum-allreduce per step (over a flat buffer,
-    in buckets started while backward still runs) turns ``n_local * gradient`` into the mean
-    over the whole global batch (see `kerasrs.distribution.reducer`). Every process therefore
-    applies the same update, and training matches single-process training on the same batches
-    up to float rounding. ``fit`` broadcasts rank 0's weights first; metrics are summed over
-    processes before they are read, so the logs, the progress bar (rank 0 only) and the
-    callbacks' decisions agree. Only rank 0 writes files: ``Model.save``/``save_weights`` do
-    nothing on the other processes (so ``ModelCheckpoint`` and ``BackupAndRestore`` write once),
-    and the callbacks that only report (`REPORTING_CALLBACKS`) run on rank 0 alone. A Ctrl-C
-    stops every process after the same batch. On the CuPy backend each process uses the GPU of its
-    local rank and the gradients are summed with NCCL (``cupy.cuda.nccl``; MPI hands out the
-    NCCL id).
+    Every process holds the whole model and gets the same data. In ``fit``, every process
+    takes rank 0's NumPy global random state at the start of each epoch, so arrays and
+    `PyDataset`s are shuffled alike (a generator or iterable must yield the same batches on
+    every process); each process takes a contiguous shard of every global batch of
+    ``batch_size`` samples (a padded last batch included), computes the gradient of its mean
+    loss, and one sum-allreduce per step (over a flat buffer, in buckets started while backward
+    still runs) turns ``n_local * gradient`` into the mean over the whole global batch (see
+    `kerasrs.distribution.reducer`). Every process therefore applies the same update, and
+    training matches single-process training on the same batches up to float rounding. ``fit``
+    broadcasts rank 0's weights first; metrics are summed over processes before they are read,
+    so the logs, the progress bar (rank 0 only) and the callbacks' decisions agree. Only rank 0
+    writes files: ``Model.save``/``save_weights`` do nothing on the other processes (so
+    ``ModelCheckpoint`` and ``BackupAndRestore`` write once), and the callbacks that only
+    report (`REPORTING_CALLBACKS`) run on rank 0 alone. A Ctrl-C stops every process after the
+    same batch. On the CuPy backend each process uses the GPU of its local rank and the
+    gradients are summed with NCCL (``cupy.cuda.nccl``; MPI hands out the NCCL id).
 
     Launch with ``mpiexec -n N python -m mpi4py train.py`` (``-m mpi4py`` makes an error on one
     process end the whole job instead of leaving the others waiting; ``pip install
