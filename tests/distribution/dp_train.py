@@ -1,14 +1,16 @@
 """Train a small model with fit, alone or under ``mpiexec`` with a `DataParallel`.
 
 ``python dp_train.py OUT_DIR DTYPE [--parallel] [--no-overlap] [--tiny-batches] [--pad]
-[--pydataset]`` writes
-``OUT_DIR/rank<r>.npz`` with the final weights, the logs per epoch and the world size this
-process saw. ``--tiny-batches`` trains in batches of 2 (so with 3 processes one has no samples in
-each step), validates, checkpoints to ``OUT_DIR/ckpt_rank<r>.weights.h5`` and logs to
-``OUT_DIR/log_rank<r>.csv`` (only rank 0 may write either). ``--pad`` trains with ``pad_last_batch=True``; ``--pydataset`` feeds the same
-batches through a `kerasrs.utils.PyDataset` (2 loader threads) shuffled batch by batch. Each process starts from
-different random weights (seeded by its rank), so equal results prove the broadcast from rank 0;
-23 samples in batches of 8 leave a short last batch of 7 (one process gets only 2 of it with 3).
+[--pydataset]`` writes ``OUT_DIR/rank<r>.npz`` with the final weights, the logs per epoch and
+the world size this process saw. Each process starts from different random weights and a
+different NumPy seed (both by its rank), so equal results prove the broadcast from rank 0 and
+the shared shuffle order; 23 samples in batches of 8 leave a short last batch of 7.
+
+``--tiny-batches`` trains in batches of 2 (so with 3 processes one has no samples in each step),
+validates, checkpoints to ``OUT_DIR/ckpt_rank<r>.weights.h5`` and logs to
+``OUT_DIR/log_rank<r>.csv`` (only rank 0 may write either). ``--pad`` trains with
+``pad_last_batch=True``; ``--pydataset`` feeds the same batches through a
+`kerasrs.utils.PyDataset` (2 loader threads) shuffled batch by batch.
 """
 
 import sys
