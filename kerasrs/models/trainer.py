@@ -400,6 +400,7 @@ class Trainer:
         from kerasrs.models import fit_loop
 
         self._require_compiled("fit")
+        epochs, steps_per_epoch = _apply_config_caps(epochs, steps_per_epoch)
         try:
             return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks,
                                 validation_split, validation_data, shuffle, class_weight,
@@ -580,16 +581,19 @@ def _to_tensors(struct):
 
 
 def _scalar(value, what):
-    """A loss value as a Python float (for the loss mean).
+    """A loss value as a Python float (for the loss mean). An unreduced loss (a `Loss` with
+    ``reduction=None`` in ``compile``) counts as the mean of its values, as Keras's loss
+    tracker reports it; its gradient is that of the sum (the tape seeds with ones, as
+    TensorFlow does for a non-scalar target).
 
     Raises:
-        ValueError: if ``value`` is not a single number.
+        ValueError: if ``value`` is empty.
     """
     raw = getattr(value, "data", value)
-    if getattr(raw, "size", 1) != 1:
-        raise ValueError(f"Model: `{what}` must return a scalar loss. Received: a value of "
+    if getattr(raw, "size", 1) == 0:
+        raise ValueError(f"Model: `{what}` returned an empty loss. Received: a value of "
                          f"shape {tuple(raw.shape)}")
-    return float(raw)
+    return float(raw.mean()) if getattr(raw, "size", 1) != 1 else float(raw)
 
 
 def _first_rows(outputs, count):
@@ -635,3 +639,15 @@ def _with_class_weight(y, sample_weight, class_weight):
         return weights
     return np.asarray(sample_weight, dtype=np.float32).reshape(len(weights), -1)[:, 0] * weights
 
+
+def _apply_config_caps(epochs, steps_per_epoch):
+    """``epochs`` and ``steps_per_epoch`` limited by ``kerasrs.config.set_max_epochs`` /
+    ``set_max_steps_per_epoch`` (Keras's caps for quick runs)."""
+    from kerasrs.backend import settings
+
+    if settings.max_epochs() is not None and isinstance(epochs, int):
+        epochs = min(epochs, settings.max_epochs())
+    cap = settings.max_steps_per_epoch()
+    if cap is not None:
+        steps_per_epoch = cap if steps_per_epoch is None else min(steps_per_epoch, cap)
+    return epochs, steps_per_epoch
