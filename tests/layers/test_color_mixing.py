@@ -132,6 +132,24 @@ def test_aug_mix_mixes_the_chains_as_algorithm_1():
     assert len(layer._ops) == 7 and len(layers.AugMix()._ops) == 11
 
 
+def test_clahe_matches_keras():
+    clahe = layers.ContrastLimitedAdaptiveHistogramEqualization
+    np.testing.assert_allclose(clahe()(REF["elastic/big"]).numpy(), REF["clahe/default"],
+                               atol=1e-3)
+    uneven = clahe(clip_limit=2.0, tile_grid_size=(3, 5))
+    np.testing.assert_allclose(uneven(IMAGES, training=False).numpy(), REF["clahe/uneven"],
+                               atol=1e-3)
+    first = clahe(clip_limit=2.0, tile_grid_size=(3, 5), data_format="channels_first")
+    np.testing.assert_allclose(first(IMAGES.transpose(0, 3, 1, 2)).numpy(),
+                               REF["clahe/uneven"].transpose(0, 3, 1, 2), atol=1e-3)
+    unit = clahe(value_range=(0, 1), clip_limit=0.0, tile_grid_size=(2, 2))
+    np.testing.assert_allclose(unit(UNIT).numpy(), REF["clahe/unit"], atol=1e-5)
+    config = uneven.get_config()
+    assert clahe.from_config(config).get_config() == config
+    with pytest.raises(ValueError, match="tile_grid_size"):
+        clahe(tile_grid_size=(0, 2))
+
+
 def test_mixed_labels_match_keras():
     mixup = layers.MixUp().mix_labels(np, REF["mix/labels"], MIX)
     np.testing.assert_allclose(mixup, REF["mixup/labels_out"], atol=1e-6)

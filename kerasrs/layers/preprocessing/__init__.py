@@ -13,6 +13,8 @@ from kerasrs.layers.preprocessing.augmentation import (RandomBrightness,  # noqa
                                                        RandomContrast, RandomCrop, RandomFlip,
                                                        RandomRotation, RandomTranslation,
                                                        RandomZoom)
+from kerasrs.layers.preprocessing.clahe import (  # noqa: F401
+    ContrastLimitedAdaptiveHistogramEqualization)
 from kerasrs.layers.preprocessing.color import (AutoContrast,  # noqa: F401
                                                 RandomColorDegeneration, RandomGrayscale,
                                                 RandomHue, RandomInvert, RandomPosterization,
@@ -42,4 +44,5 @@ __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "In
            "RandomErasing", "RandomGaussianBlur", "Equalization",
            "HashedCrossing", "RandomShear", "MelSpectrogram", "STFTSpectrogram",
            "RandAugment", "RandomPerspective",
-           "RandomElasticTransform", "AugMix", "MaxNumBoundingBoxes"]
+           "RandomElasticTransform", "AugMix", "MaxNumBoundingBoxes",
+           "ContrastLimitedAdaptiveHistogramEqualization"]
