@@ -160,7 +160,8 @@ def test_mixed_labels_match_keras():
     np.testing.assert_allclose(1 - area, REF["cutmix/mix_weight"].ravel(), atol=1e-6)
 
 
-RANDOM = [lambda s: layers.RandomGrayscale(seed=s), lambda s: layers.RandomInvert((0.9, 1.0), seed=s),
+RANDOM = [lambda s: layers.RandomGrayscale(seed=s),
+          lambda s: layers.RandomInvert((0.9, 1.0), seed=s),
           lambda s: layers.Solarization(0.2, 0.5, seed=s),
           lambda s: layers.RandomSaturation(0.4, seed=s), lambda s: layers.RandomHue(0.4, seed=s),
           lambda s: layers.RandomColorDegeneration(0.6, seed=s),
@@ -219,8 +220,10 @@ CONFIGURED = [lambda: layers.RandomGrayscale(0.3, seed=1), lambda: layers.Random
               lambda: layers.RandomElasticTransform(0.5, 0.3, "nearest", "wrap", 1.0, (0, 1)),
               lambda: layers.RandomPerspective(0.5, 0.3, "nearest", 2.0, seed=1),
               lambda: layers.RandAugment((0, 1), 3, (0.2, 0.4), "nearest", seed=7),
-              lambda: layers.RandomShear(0.2, 0.1, "nearest", "constant", 1.0, seed=5), lambda: layers.Equalization((0, 1), 64),
-              lambda: layers.RandomGaussianBlur(0.5, (5, 5), 2.0, (0, 1), seed=4), lambda: layers.RandomErasing(0.5, 0.3, 7.0), lambda: layers.CutMix((0.2, 0.8)),
+              lambda: layers.RandomShear(0.2, 0.1, "nearest", "constant", 1.0, seed=5),
+              lambda: layers.Equalization((0, 1), 64),
+              lambda: layers.RandomGaussianBlur(0.5, (5, 5), 2.0, (0, 1), seed=4),
+              lambda: layers.RandomErasing(0.5, 0.3, 7.0), lambda: layers.CutMix((0.2, 0.8)),
               lambda: layers.Pipeline([layers.RandomInvert(), layers.AutoContrast()]),
               lambda: layers.RandomColorJitter((0, 1), 0.1, hue_factor=0.2, seed=3)]
 
@@ -244,7 +247,8 @@ def test_config_round_trip(make):
     (lambda: layers.Equalization(bins=1), "bins"),
     (lambda: layers.RandomShear(1.5), "x_factor"),
     (lambda: layers.RandAugment(num_ops=-1), "num_ops"),
-    (lambda: layers.AugMix(num_chains=0), "num_chains"), (lambda: layers.AugMix(alpha=0), "alpha"),
+    (lambda: layers.AugMix(num_chains=0), "num_chains"),
+    (lambda: layers.AugMix(alpha=0), "alpha"),
     (lambda: layers.RandomPerspective(scale=2.0), "scale"),
     (lambda: layers.RandomElasticTransform(fill_mode="mirror"), "fill_mode"),
     (lambda: layers.RandomErasing(fill_value="x"), "fill_value"),

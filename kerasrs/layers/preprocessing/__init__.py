@@ -36,13 +36,12 @@ from kerasrs.layers.preprocessing.numerical import Discretization, Normalization
 from kerasrs.layers.preprocessing.text_vectorization import TextVectorization  # noqa: F401
 
 __all__ = ["Normalization", "Discretization", "CategoryEncoding", "Hashing", "IntegerLookup",
-           "StringLookup", "TextVectorization", "Resizing", "CenterCrop", "RandomFlip",
-           "RandomRotation", "RandomTranslation", "RandomZoom", "RandomContrast",
-           "RandomBrightness", "RandomCrop", "RandomGrayscale", "RandomInvert", "Solarization",
-           "AutoContrast", "RandomSaturation", "RandomHue", "RandomColorDegeneration",
-           "RandomPosterization", "RandomSharpness", "MixUp", "CutMix", "Pipeline", "RandomColorJitter",
-           "RandomErasing", "RandomGaussianBlur", "Equalization",
-           "HashedCrossing", "RandomShear", "MelSpectrogram", "STFTSpectrogram",
-           "RandAugment", "RandomPerspective",
-           "RandomElasticTransform", "AugMix", "MaxNumBoundingBoxes",
-           "ContrastLimitedAdaptiveHistogramEqualization"]
+           "StringLookup", "TextVectorization", "HashedCrossing", "Resizing", "CenterCrop",
+           "RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "RandomShear",
+           "RandomPerspective", "RandomElasticTransform", "RandomContrast", "RandomBrightness",
+           "RandomCrop", "RandomGrayscale", "RandomInvert", "Solarization", "AutoContrast",
+           "Equalization", "ContrastLimitedAdaptiveHistogramEqualization", "RandomSaturation",
+           "RandomHue", "RandomColorDegeneration", "RandomColorJitter", "RandomPosterization",
+           "RandomSharpness", "RandomGaussianBlur", "RandomErasing", "MixUp", "CutMix",
+           "RandAugment", "AugMix", "Pipeline", "MaxNumBoundingBoxes", "MelSpectrogram",
+           "STFTSpectrogram"]

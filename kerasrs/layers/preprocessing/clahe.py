@@ -7,7 +7,6 @@ inference alike, as in Keras."""
 
 import numpy as np
 
-from kerasrs.layers.preprocessing.augmentation import _value_range
 from kerasrs.layers.preprocessing.color import AutoContrast, rescale
 
 __all__ = ["ContrastLimitedAdaptiveHistogramEqualization"]

@@ -1,4 +1,5 @@
-"""Batch-mixing augmentation (`MixUp`, `CutMix`), `RandomErasing`, `Pipeline` and `RandomColorJitter`, with Keras 3's names.
+"""Batch-mixing augmentation (`MixUp`, `CutMix`), `RandomErasing`, `Pipeline` and
+`RandomColorJitter`, with Keras 3's names.
 
 The mixing layers pair each image with another of the batch (a random permutation) and blend
 the two: `MixUp` by a weight ``w ~ Beta(alpha, alpha)`` (Zhang et al., "mixup: Beyond
