@@ -150,6 +150,27 @@ def test_clahe_matches_keras():
         clahe(tile_grid_size=(0, 2))
 
 
+@pytest.mark.parametrize("make", [lambda: layers.MixUp(0.8, seed=0),
+                                  lambda: layers.CutMix(seed=0)])
+def test_mixing_a_dict_mixes_images_and_labels_with_one_draw(make):
+    n = 6
+    images = np.broadcast_to(np.arange(n, dtype="float32")[:, None, None, None],
+                             (n, 5, 5, 1)).copy()  # image i is filled with i
+    labels = np.eye(n, dtype="float32")
+    layer = make()
+    out = layer({"images": images, "labels": labels, "weights": np.ones(n)})
+    mixed, mixed_labels = out["images"].numpy(), out["labels"].numpy()
+    assert set(out) == {"images", "labels", "weights"}
+    np.testing.assert_allclose(mixed_labels.sum(axis=1), 1.0, rtol=1e-6)
+    for i in range(n):  # the pixels come from the images the label row names
+        if isinstance(layer, layers.CutMix):
+            assert set(np.unique(mixed[i])) <= set(np.flatnonzero(mixed_labels[i])) | {i}
+        else:
+            np.testing.assert_allclose(mixed[i], mixed_labels[i] @ np.arange(n), rtol=1e-5)
+    untouched = make()({"images": images, "labels": labels}, training=False)
+    np.testing.assert_array_equal(untouched["labels"].numpy(), labels)
+
+
 def test_mixed_labels_match_keras():
     mixup = layers.MixUp().mix_labels(np, REF["mix/labels"], MIX)
     np.testing.assert_allclose(mixup, REF["mixup/labels_out"], atol=1e-6)

@@ -4,10 +4,9 @@
 The mixing layers pair each image with another of the batch (a random permutation) and blend
 the two: `MixUp` by a weight ``w ~ Beta(alpha, alpha)`` (Zhang et al., "mixup: Beyond
 Empirical Risk Minimization", ICLR 2018, eq. 1), `CutMix` by pasting a random box of the
-partner (Yun et al., "CutMix", ICCV 2019, eq. 1-2). ``layer(images)`` mixes the images only
-(Keras's dict input ``{"images", "labels"}`` is not supported); to mix labels too, draw once
-with ``params = layer.draw(rng, images.shape)`` and apply ``layer.transform(np, images,
-params)`` and ``layer.mix_labels(np, labels, params)``.
+partner (Yun et al., "CutMix", ICCV 2019, eq. 1-2). ``layer(images)`` mixes the images;
+``layer({"images": images, "labels": labels})`` (labels one-hot ``(batch, classes)``) mixes
+both with the same draw and returns the same keys, as in Keras.
 """
 
 import numpy as np
@@ -16,7 +15,9 @@ from kerasrs.layers.base import Layer
 from kerasrs.layers.preprocessing.augmentation import (RandomBrightness, RandomContrast,
                                                        _RandomImageLayer, _value_range)
 from kerasrs.layers.preprocessing.color import RandomHue, RandomSaturation, keras_factor
+from kerasrs.layers.preprocessing import image
 from kerasrs.layers.serialization import deserialize, serialize
+from kerasrs.ops.core import constant
 
 __all__ = ["MixUp", "CutMix", "RandomErasing", "Pipeline", "RandomColorJitter"]
 
@@ -44,6 +45,22 @@ def _box_mask(xp, x, params):
 
 
 class _MixingLayer(_RandomImageLayer):
+
+    def call(self, inputs, training=True):
+        if not isinstance(inputs, dict):
+            return super().call(inputs, training)
+        if not training:
+            return inputs
+        images = inputs["images"]
+        x, undo = image.to_nhwc(self.name, images, self.data_format)
+        xp, backend = images.backend.xp, images.backend
+        x = x.astype(self.compute_dtype)
+        params = self.draw(self._generator(), x.shape)
+        out = {**inputs, "images": constant(undo(self.transform(xp, x, params)), backend)}
+        if "labels" in inputs:
+            labels = inputs["labels"].data.astype(self.compute_dtype)
+            out["labels"] = constant(self.mix_labels(xp, labels, params), backend)
+        return out
 
     def mix_labels(self, xp, labels, params):
         """Labels ``(batch, classes)`` mixed with the images' weights and partners."""
