@@ -265,10 +265,11 @@ class EpochIterator:
     """
 
     def __init__(self, adapter, steps=None, method="fit", resume=True):
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)
-                                  or steps <= 0):
+        integer = isinstance(steps, (int, np.integer)) and not isinstance(steps, bool)
+        if steps is not None and (not integer or steps <= 0):
             raise ValueError(f"Model.{method}: `steps` must be a positive int or None. "
                              f"Received: {steps!r}")
+        steps = None if steps is None else int(steps)  # NumPy ints too (e.g. from len // n)
         if steps is None and adapter.num_batches is None and \
                 isinstance(adapter, PyDatasetAdapter):
             raise ValueError(f"Model.{method}: an endless PyDataset (num_batches None) needs "

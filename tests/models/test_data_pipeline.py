@@ -483,3 +483,13 @@ def test_a_generator_spent_after_one_epoch_still_only_warns():
         history = model.fit(((np.ones((2, 1)), np.ones((2, 1))) for _ in range(2)), epochs=2,
                             verbose=0)
     assert len(history.history["loss"]) == 1
+
+
+def test_numpy_int_steps_are_accepted():
+    # before: "`steps_per_epoch` must be a positive int. Received: np.int64(2)"
+    model = _identity()
+    endless = ((np.ones((2, 1)), np.ones((2, 1))) for _ in iter(int, 1))
+    history = model.fit(endless, steps_per_epoch=np.int64(2), epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    assert model.evaluate(endless, steps=np.int32(3), verbose=0) == pytest.approx(0.0)
+    assert model.predict(Numbers(n=9), steps=np.int64(2), verbose=0).shape == (6, 1)
