@@ -339,6 +339,43 @@ def test_bad_arguments_name_the_layer():
         layers.RandomTranslation(1.5, 0.1)
 
 
+def test_normalization_exposes_mean_and_variance_as_keras_3_does():
+    # Keras tutorials print `normalizer.mean`; before, AttributeError
+    layer = layers.Normalization()
+    assert layer.mean is None and layer.variance is None
+    layer.adapt(TABLE)
+    assert layer.mean.shape == (1, TABLE.shape[1])
+    np.testing.assert_allclose(layer.mean.numpy()[0], REF["norm/mean"], rtol=1e-5)
+    np.testing.assert_allclose(layer.variance.numpy()[0], REF["norm/variance"], rtol=1e-5)
+    fixed = layers.Normalization(mean=[1.0, 2.0, 3.0], variance=[4.0, 1.0, 0.25])
+    fixed.build((None, 3))
+    np.testing.assert_allclose(fixed.variance.numpy(), [[4.0, 1.0, 0.25]])
+
+
+def test_normalization_refuses_empty_data_and_inputs_of_another_width():
+    # before: NaN statistics with NumPy's RuntimeWarnings; the subtract op's broadcast error
+    with pytest.raises(ValueError, match=r"normalization.adapt: the data have no samples.*"
+                                         r"\(0, 3\)"):
+        layers.Normalization().adapt(np.zeros((0, 3), "float32"))
+    layer = layers.Normalization()
+    layer.adapt(TABLE)
+    with pytest.raises(ValueError, match=r"normalization_1: expected inputs of rank 2 with the "
+                                         r"sizes \{1: 3\}.*Received: input shape \(2, 4\)"):
+        layer(np.zeros((2, 4), "float32"))
+
+
+def test_sizes_and_rotation_factor_are_checked_when_the_layer_is_made():
+    # before: Resizing(0, 8) raised ZeroDivisionError at the call; Keras 3 refuses |factor| > 1
+    for make in (layers.Resizing, layers.CenterCrop, layers.RandomCrop):
+        with pytest.raises(ValueError, match=r"`height` must be a positive int.*height=0"):
+            make(0, 8)
+        with pytest.raises(ValueError, match=r"`width` must be a positive int.*width=2.5"):
+            make(8, 2.5)
+    with pytest.raises(ValueError, match=r"random_rotation: `factor` must lie in \[-1.0, 1.0\]"):
+        layers.RandomRotation(2.5)
+    assert layers.Resizing(np.int64(4), 4).height == 4
+
+
 def test_docstring_examples():
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(verbose=False)
     modules = [numerical, categorical, image, augmentation, text_vectorization]
