@@ -376,6 +376,20 @@ def test_sizes_and_rotation_factor_are_checked_when_the_layer_is_made():
     assert layers.Resizing(np.int64(4), 4).height == 4
 
 
+def test_string_layers_take_python_lists_as_keras_documents():
+    # before: "convert_to_tensor: a str is not a tensor" for each documented list example
+    lookup = layers.StringLookup(vocabulary=["a", "b", "c", "d"])
+    assert lookup([["a", "c", "d"], ["d", "z", "b"]]).numpy().tolist() == [[1, 3, 4], [4, 0, 2]]
+    vectorize = layers.TextVectorization(max_tokens=5000, output_sequence_length=4)
+    vectorize.adapt(["foo bar", "bar baz", "baz bada boom"])
+    assert vectorize([["foo qux bar"], ["qux baz"]]).numpy().tolist() == [[4, 1, 3, 0],
+                                                                          [1, 2, 0, 0]]
+    assert vectorize(("foo qux bar", "qux baz")).numpy().tolist() == [[4, 1, 3, 0], [1, 2, 0, 0]]
+    pytest.importorskip("farmhash")  # the test extra installs it where a wheel exists
+    assert layers.Hashing(num_bins=3)([["A"], ["B"], ["C"], ["D"], ["E"]]).numpy() \
+        .tolist() == [[1], [0], [1], [1], [2]]
+
+
 def test_docstring_examples():
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(verbose=False)
     modules = [numerical, categorical, image, augmentation, text_vectorization]

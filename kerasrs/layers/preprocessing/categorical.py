@@ -166,6 +166,10 @@ class _IndexLookup(Layer):
             order = order[:max(self.max_tokens - len(self._specials()), 0)]
         self._vocabulary = order
 
+    def _convert_inputs(self, inputs):
+        # lists of strings become one string array (the base class reads lists as structures)
+        return super()._convert_inputs(adapt_data.string_lists_to_arrays(inputs))
+
     def call(self, inputs):
         values = np.asarray(inputs.numpy())
         if self.invert:
