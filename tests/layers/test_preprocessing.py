@@ -331,6 +331,8 @@ def test_bad_arguments_name_the_layer():
         layers.CenterCrop(2, 2)(np.zeros((4, 4)))
     with pytest.raises(ValueError, match=r"ids must be in \[0, 3\)"):
         layers.CategoryEncoding(3)(np.array([[0, 3]]))
+    with pytest.raises(ValueError, match=r"`bin_boundaries` must be sorted.*\[1.0, 0.0\]"):
+        layers.Discretization(bin_boundaries=[1.0, 0.0])  # before: silently wrong buckets
     with pytest.raises(ValueError, match=r"no bin boundaries"):
         layers.Discretization(num_bins=3)(np.zeros(2))
     with pytest.raises(TypeError, match=r"adapt: `data` must be an array"):

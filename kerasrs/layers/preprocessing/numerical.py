@@ -175,7 +175,8 @@ class Discretization(Layer):
     Outputs are int64 ids ("int") or float vectors of the layer's dtype.
 
     Raises:
-        ValueError: for ``bin_boundaries`` and ``num_bins`` that disagree, an unknown output
+        ValueError: for unsorted ``bin_boundaries``, ``bin_boundaries`` and ``num_bins`` that
+            disagree, an unknown output
             mode, or a call before the boundaries exist.
 
     Example:
@@ -198,6 +199,10 @@ class Discretization(Layer):
                              f"sparse={sparse!r}")
         self.bin_boundaries = None if bin_boundaries is None else [float(b) for b in
                                                                    bin_boundaries]
+        if self.bin_boundaries is not None and self.bin_boundaries != sorted(self.bin_boundaries):
+            # a binary search over unsorted boundaries gives wrong buckets without an error
+            raise ValueError(f"{self.name}: `bin_boundaries` must be sorted in increasing order. "
+                             f"Received: bin_boundaries={bin_boundaries}")
         self.num_bins, self.epsilon = num_bins, epsilon
         self.output_mode, self.sparse = output_mode, False
 
