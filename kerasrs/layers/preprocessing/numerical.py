@@ -176,8 +176,7 @@ class Discretization(Layer):
 
     Raises:
         ValueError: for unsorted ``bin_boundaries``, ``bin_boundaries`` and ``num_bins`` that
-            disagree, an unknown output
-            mode, or a call before the boundaries exist.
+            disagree, an unknown output mode, or a call before the boundaries exist.
 
     Example:
         >>> Discretization(bin_boundaries=[0.0, 1.0])(np.array([-1.0, 0.0, 0.5, 2.0])).numpy()
