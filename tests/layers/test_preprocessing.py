@@ -331,6 +331,10 @@ def test_bad_arguments_name_the_layer():
         layers.CenterCrop(2, 2)(np.zeros((4, 4)))
     with pytest.raises(ValueError, match=r"ids must be in \[0, 3\)"):
         layers.CategoryEncoding(3)(np.array([[0, 3]]))
+    for bad in (np.array([12.5]), np.array(["12"])):  # before: both looked up as 12
+        with pytest.raises(ValueError, match=r"integer_lookup.*: IntegerLookup takes integers"):
+            layers.IntegerLookup(vocabulary=[12, 36])(bad)
+    assert layers.IntegerLookup(vocabulary=[12, 36])(np.array([36.0])).numpy().tolist() == [2]
     with pytest.raises(ValueError, match=r"`bin_boundaries` must be sorted.*\[1.0, 0.0\]"):
         layers.Discretization(bin_boundaries=[1.0, 0.0])  # before: silently wrong buckets
     with pytest.raises(ValueError, match=r"no bin boundaries"):

@@ -302,6 +302,15 @@ class IntegerLookup(_IndexLookup):
     def _token(value):
         return int(value)
 
+    def _lookup(self, values):
+        # int() would read 12.5 as 12 and "12" as 12: refuse what is not an integer
+        values = np.asarray(values)
+        if values.dtype.kind not in "iub" and not (
+                values.dtype.kind == "f" and np.all(values == np.round(values))):
+            raise ValueError(f"{self.name}: IntegerLookup takes integers. Received: inputs of "
+                             f"dtype {values.dtype} (e.g. {values.reshape(-1)[:3].tolist()})")
+        return super()._lookup(values)
+
     def _oov_bucket(self, values):
         return np.asarray(values, np.int64) % max(self.num_oov_indices, 1)
 
