@@ -282,6 +282,10 @@ class IntegerLookup(_IndexLookup):
     ``oov_token`` -1; with ``num_oov_indices > 1`` an unknown value goes to OOV index
     ``value % num_oov_indices`` (Keras's integer hashing).
 
+    Raises:
+        ValueError: (at a call) for inputs that are not integers (strings, or floats with a
+            fractional part).
+
     Example:
         >>> layer = IntegerLookup(vocabulary=[12, 36, 1138, 42])
         >>> layer(np.array([[12, 1138, 42], [42, 1000, 36]])).numpy()
