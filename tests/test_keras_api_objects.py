@@ -375,7 +375,8 @@ def test_conv_lstm_trains_and_round_trips():
                           k.layers.ConvLSTM2D(4, 3, padding="same", dropout=0.1,
                                               recurrent_dropout=0.1),
                           k.layers.GlobalAveragePooling2D(), k.layers.Dense(1)])
-    model.compile("adam", "mse")
+    # at Adam's default rate 3 steps moved the loss less than the dropout noise (rose 1 run in 3)
+    model.compile(k.optimizers.Adam(0.02), "mse")
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(8, 3, 6, 5, 2)), rng.normal(size=(8, 1))
     losses = model.fit(x, y, epochs=3, verbose=0).history["loss"]
