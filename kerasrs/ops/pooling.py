@@ -136,6 +136,7 @@ def _put(g, out):
 class AveragePool(Function):
     """Mean over windows, one spatial axis at a time; with "same" padding, divides by the count
     of real (unpadded) elements."""
+    half_in_float32 = "always"
 
     def __init__(self, geometry, channels_first):
         self.geometry, self.channels_first = geometry, channels_first
