@@ -21,3 +21,6 @@ from kerasrs import optimizers  # noqa: F401
 from kerasrs import regularizers  # noqa: F401
 from kerasrs import datasets  # noqa: F401
 from kerasrs import saving  # noqa: F401
+from kerasrs import dtype_policies  # noqa: F401
+from kerasrs import mixed_precision  # noqa: F401
+from kerasrs import config  # noqa: F401

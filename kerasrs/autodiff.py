@@ -600,7 +600,7 @@ def autocast_scope(dtype):
     variables are stored in (``mixed_float16``); the cast is an op, so gradients reach the
     float32 variable in float32."""
     saved = _local.autocast
-    _local.autocast = None if dtype is None else np.dtype(dtype)
+    _local.autocast = None if dtype is None else backend_module.standardize_dtype(dtype)
     try:
         yield
     finally:

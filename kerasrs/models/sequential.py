@@ -1,5 +1,6 @@
 """`Sequential`: a plain stack of layers, each feeding the next."""
 
+from kerasrs import dtype_policies
 from kerasrs.layers import naming, serialization
 from kerasrs.layers.base import Layer
 from kerasrs.layers.input_layer import InputLayer
@@ -169,7 +170,7 @@ class Sequential(Model):
         for entry in layers:
             if entry["class_name"] == "InputLayer":
                 entry.pop("build_config", None)
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy,
+        config = {"name": self.name, "trainable": self.trainable, "dtype": dtype_policies.serialize(self.dtype_policy),
                   "layers": layers}
         if self.built:
             config["build_input_shape"] = list(self._layers[0].batch_shape)

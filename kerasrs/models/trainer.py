@@ -67,8 +67,10 @@ class Trainer:
             metrics: list of names ("accuracy", "mae", ...) or `Metric`s, or per output a list
                 of lists or a dict. "accuracy"/"acc" picks the accuracy that fits the loss.
             weighted_metrics: like ``metrics``, but given the sample and class weights.
-            run_eagerly, steps_per_execution, jit_compile, auto_scale_loss: accepted for Keras
-                compatibility; kerasrs always runs eagerly, one step at a time.
+            auto_scale_loss: wrap the optimizer in a `LossScaleOptimizer` when the model's
+                dtype policy is ``mixed_float16`` (as Keras 3). Defaults to True.
+            run_eagerly, steps_per_execution, jit_compile: accepted for Keras compatibility;
+                kerasrs always runs eagerly, one step at a time.
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric (listing the valid names), or
@@ -79,6 +81,9 @@ class Trainer:
 
         compile_utils.check_compile_arguments(loss, loss_weights, metrics, weighted_metrics)
         self.optimizer = optimizers.get(optimizer)
+        if auto_scale_loss and self.dtype_policy.name == "mixed_float16" and not isinstance(
+                self.optimizer, optimizers.LossScaleOptimizer):  # as Keras 3 does
+            self.optimizer = optimizers.LossScaleOptimizer(self.optimizer)
         self.loss = loss
         self._compiled_loss = compile_utils.CompiledLoss(loss, loss_weights)
         self._compiled_metrics = compile_utils.CompiledMetrics(metrics, weighted_metrics)
@@ -241,8 +246,7 @@ class Trainer:
         with autodiff.GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
-            scaled = loss if optimizer is None or optimizer.loss_scale_factor is None else \
-                optimizer.scale_loss(loss)
+            scaled = loss if optimizer is None else optimizer.scale_loss(loss)
         self._loss_tracker.add(_scalar(loss, "compute_loss"), _batch_size(x))
         variables = self._train_variables
         if variables is None:
