@@ -24,12 +24,14 @@ the compiled metrics and returns `get_metrics_result`, and `metrics` lists the t
 runs the same computation without building a logs dict per batch.
 """
 
+import threading
+
 import numpy as np
 
 from kerasrs import autodiff
 from kerasrs.callbacks import CallbackList
 from kerasrs.metrics.base import Metric
-from kerasrs.models import compile_utils, data_adapter
+from kerasrs.models import compile_utils, data_adapter, input_checks
 
 
 class Trainer:
@@ -369,10 +371,19 @@ class Trainer:
         from kerasrs.models import fit_loop
 
         self._require_compiled("fit")
-        return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
-                            validation_data, shuffle, class_weight, sample_weight, initial_epoch,
-                            steps_per_epoch, validation_steps, validation_batch_size,
-                            validation_freq)
+        lock = self.__dict__.setdefault("_fit_lock", threading.Lock())
+        if not lock.acquire(blocking=False):
+            raise RuntimeError(f"Model.fit: {self.name} is already being trained by a fit() "
+                               "running in another thread; two fits on one model would share "
+                               "its weights, optimizer and History. Wait for the first to end, or "
+                               "train a copy (kerasrs.models.clone_model).")
+        try:
+            return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks,
+                                validation_split, validation_data, shuffle, class_weight,
+                                sample_weight, initial_epoch, steps_per_epoch, validation_steps,
+                                validation_batch_size, validation_freq)
+        finally:
+            lock.release()
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -387,6 +398,7 @@ class Trainer:
         x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
         n = data_adapter.num_samples("evaluate", x=x, y=y, sample_weight=sample_weight)
         self._check_input_structure("evaluate", x)
+        input_checks.check_data(self, "evaluate", x, y, sample_weight)
         batch_size = _check_batch_size(batch_size, "evaluate")
         batches = data_adapter.batch_indices(n, batch_size)[:steps]
         verbose = _verbose(verbose)
@@ -424,8 +436,10 @@ class Trainer:
         Returns:
             An array ``(n, ...)``, or a list/dict of arrays for several outputs.
         """
-        x = data_adapter.standardize(x)
+        x = data_adapter.standardize(x, what="Model.predict: `x`")
         n = data_adapter.num_samples("predict", x=x)
+        for leaf in data_adapter.leaves(x):
+            input_checks.check_real("predict", "x", leaf)
         self._check_input_structure("predict", x)
         batches = data_adapter.batch_indices(n, _check_batch_size(batch_size, "predict"))[:steps]
         verbose = _verbose(verbose)
