@@ -179,7 +179,8 @@ class Sequential(Model):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """A new Sequential model from `get_config`'s dict (built if the input is known)."""
-        model = cls(name=config.get("name"), trainable=config.get("trainable", True))
+        model = cls(name=config.get("name"), trainable=config.get("trainable", True),
+                    dtype=config.get("dtype"))
         for entry in config["layers"]:  # built below, inside the model's name scope
             entry = {k: v for k, v in entry.items() if k != "build_config"}
             model.add(serialization.deserialize(entry, custom_objects), rebuild=False)

@@ -24,6 +24,7 @@ the compiled metrics and returns `get_metrics_result`, and `metrics` lists the t
 runs the same computation without building a logs dict per batch.
 """
 
+import contextlib
 import threading
 
 import numpy as np
@@ -245,7 +246,15 @@ class Trainer:
         """Forward pass, loss, gradients and one optimizer step; folds the loss into the loss
         mean. Returns the predictions."""
         optimizer = self.optimizer
-        with autodiff.GradientTape() as tape:
+        # dynamic loss scaling overflows on purpose now and then (the step is skipped): no
+        # NumPy overflow warnings for that (np.errstate is local to this thread and block)
+        scaling = getattr(optimizer, "skips_non_finite_steps", False)
+
+        def quiet():
+            return np.errstate(over="ignore", invalid="ignore") if scaling else \
+                contextlib.nullcontext()
+
+        with quiet(), autodiff.GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
             scaled = loss if optimizer is None else optimizer.scale_loss(loss)
@@ -254,7 +263,8 @@ class Trainer:
         if variables is None:
             variables = self._train_variables = self.trainable_weights
         if variables:
-            grads = tape.gradient(scaled, variables)
+            with quiet():
+                grads = tape.gradient(scaled, variables)
             optimizer.apply(grads, variables)
             for v in variables:
                 if getattr(v, "constraint", None) is not None:

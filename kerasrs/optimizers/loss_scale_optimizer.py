@@ -44,6 +44,8 @@ class LossScaleOptimizer(Optimizer):
         32768.0
     """
 
+    skips_non_finite_steps = True  # the fit loop silences NumPy's overflow warnings for it
+
     def __init__(self, inner_optimizer, initial_scale=2.0**15, dynamic_growth_steps=2000,
                  name=None, **kwargs):
         if not isinstance(inner_optimizer, Optimizer):
@@ -62,14 +64,17 @@ class LossScaleOptimizer(Optimizer):
         self.inner_optimizer = inner_optimizer
         self.initial_scale = float(initial_scale)
         self.dynamic_growth_steps = int(dynamic_growth_steps)
-        self._variables = []  # the base's own iteration/learning_rate are not used
+        # Keras's order: its own (unused) iteration and learning_rate, then the scaling state
+        self._variables = [self._iterations]
+        self._make_variable(0.0, "learning_rate", dtype="float32")
         self.step_counter = self._make_variable(0, "step_counter", dtype="int64")
         self.dynamic_scale = self._make_variable(self.initial_scale, "dynamic_scale",
                                                  dtype="float32")
 
     @property
     def variables(self):
-        """``step_counter``, ``dynamic_scale``, then the inner optimizer's variables."""
+        """As Keras: its own ``iteration`` and ``learning_rate`` (unused), ``step_counter``,
+        ``dynamic_scale``, then the inner optimizer's variables."""
         return list(self._variables) + self.inner_optimizer.variables
 
     @property
