@@ -16,6 +16,7 @@ TensorFlow's and Keras's LossScaleOptimizer):
 """
 
 from kerasrs import autodiff
+from kerasrs import backend as backend_module
 from kerasrs.optimizers.base import Optimizer
 
 
@@ -113,8 +114,8 @@ class LossScaleOptimizer(Optimizer):
         the scale (see the module docstring)."""
         grads = list(grads)
         scale = float(self.dynamic_scale.data)
-        arrays = [getattr(g, "data", g) for g in grads]
-        finite = all(bool(autodiff.Tensor(a).backend.xp.isfinite(a).all())
+        arrays = [None if g is None else autodiff.convert_to_tensor(g).data for g in grads]
+        finite = all(bool(backend_module.backend_of(a).xp.isfinite(a).all())
                      for a in arrays if a is not None)
         with autodiff.no_grad():
             if not finite:
