@@ -167,7 +167,7 @@ class Variable(Tensor):
         except (TypeError, ValueError) as e:
             raise TypeError(f"Variable {self.path!r}: {op} needs a numeric value (a number, "
                             f"array or Tensor of real {self.dtype.name} values); "
-                            f"{_describe_non_tensor(value)} is not one. Received: "
+                            f"{_describe_non_tensor(value)} is not numeric. Received: "
                             f"{value!r}") from e
         return self._cast_checked(op, array)
 
@@ -273,13 +273,13 @@ class Function:
         be = None
         arrays = []
         plain = False  # some input is not a Tensor
-        autocast = _local.autocast
-        for i, x in enumerate(inputs):
+        local = _local
+        if local.autocast is not None:  # inside a mixed-precision layer call
+            inputs = tuple(_autocast(x, local.autocast) if type(x) is Variable and
+                           x.data.dtype != local.autocast and x.data.dtype.kind == "f" else x
+                           for x in inputs)
+        for x in inputs:
             if isinstance(x, Tensor):
-                if autocast is not None and type(x) is Variable and x.data.dtype != autocast \
-                        and x.data.dtype.kind == "f":
-                    x = _autocast(x, autocast)
-                    inputs = inputs[:i] + (x,) + inputs[i + 1:]
                 if be is None:
                     be = x.backend
                 elif x.backend is not be:
@@ -322,7 +322,7 @@ class Function:
             out.data, out.backend = y, be
         else:  # e.g. a NumPy scalar from a full reduction
             out = Tensor(y, backend=be)
-        tapes = _local.tapes
+        tapes = local.tapes
         if tapes:
             for tape in tapes:
                 tape._record(self, inputs, out)

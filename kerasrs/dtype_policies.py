@@ -34,7 +34,8 @@ class DTypePolicy:
             "mixed_float16" or "mixed_bfloat16". Defaults to ``kerasrs.backend.floatx()``.
 
     Raises:
-        ValueError: for any other name.
+        ValueError: for an unknown "mixed_..." name.
+        TypeError: for a name that is no dtype ("float33").
 
     Example:
         >>> policy = DTypePolicy("mixed_float16")
@@ -49,13 +50,11 @@ class DTypePolicy:
                             f"'mixed_float16'. Received: name={name!r}")
         if name in _MIXED:
             compute, variable = _MIXED[name], "float32"
-        else:
-            try:
-                compute = variable = backend_module.standardize_dtype(name).name
-            except TypeError as e:
-                raise ValueError(f"DTypePolicy: unknown policy name; use a dtype ('float32', "
-                                 f"'float64', 'float16', 'bfloat16', ...) or 'mixed_float16' / "
-                                 f"'mixed_bfloat16'. Received: name={name!r}") from e
+        elif name.startswith("mixed_"):
+            raise ValueError(f"DTypePolicy: unknown policy name; the mixed policies are "
+                             f"'mixed_float16' and 'mixed_bfloat16'. Received: name={name!r}")
+        else:  # a dtype name; TypeError (from standardize_dtype) for an unknown one
+            compute = variable = backend_module.standardize_dtype(name).name
         self._name, self._compute_dtype, self._variable_dtype = name, compute, variable
         # what a layer call casts float variables to (see kerasrs.autodiff.autocast_scope)
         self.autocast_dtype = backend_module.standardize_dtype(compute) if compute != variable \
@@ -97,7 +96,8 @@ def get(identifier):
     (also with class name "FloatDTypePolicy" or "Policy", as older Keras versions wrote it).
 
     Raises:
-        ValueError: for an unknown policy name or a dict of another form.
+        ValueError: for an unknown mixed policy name or a dict of another form.
+        TypeError: for an unknown dtype name.
     """
     if identifier is None:
         return dtype_policy()
@@ -128,7 +128,7 @@ def set_dtype_policy(policy):
         policy: a `DTypePolicy` or a name ("mixed_float16", "mixed_bfloat16", "float32", ...).
 
     Raises:
-        ValueError: for an unknown name.
+        ValueError, TypeError: for an unknown name (see `DTypePolicy`).
     """
     policy = get(policy) if policy is not None else None
     with _lock:

@@ -32,6 +32,8 @@ def _promote(a, b):
     float's dtype (int32 with float32 is float32, not NumPy's float64), and an integer array
     with a Python float gives ``floatx()``."""
     da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if da is db:  # the common case: two arrays of one dtype (or two Python scalars)
+        return a, b
     if da is None or da.kind not in "iub":
         if db is not None and db.kind in "iub":
             if da is not None and is_float_dtype(da):
