@@ -13,8 +13,10 @@ How a layer runs (read this once; subclasses only write ``__init__``, ``build`` 
    It declares only the arguments it uses: ``training`` and ``mask`` are passed only when
    ``call``'s signature has them. ``training=None`` inherits the value of the enclosing layer
    call, so sublayers of a model follow the model's mode.
-4. Float inputs are cast to the layer's compute dtype (``floatx()`` unless ``dtype=`` is given);
-   NumPy arrays and lists become Tensors.
+4. Float inputs are cast to the layer's compute dtype (``floatx()`` unless ``dtype=`` or a global
+   dtype policy says otherwise); NumPy arrays and lists become Tensors. Under a mixed policy
+   (``mixed_float16``) the variables stay float32 and every op of the call reads them cast to
+   the compute dtype (`kerasrs.autodiff.autocast_scope`), so their gradients are float32.
 5. Calling a layer on symbolic tensors (from `kerasrs.layers.Input`) does not compute anything:
    it records a `Node` and returns symbolic outputs, see `kerasrs.layers.node`.
 
@@ -78,8 +80,10 @@ class Layer:
         name: str, unique within a model; defaults to the snake_case class name made unique
             (``dense``, ``dense_1``, ...).
         trainable: bool; False freezes every weight of the layer and its sublayers.
-        dtype: dtype of the weights and of the computation ("float32", "float64", ...), or a
-            Keras ``DTypePolicy`` config dict. Defaults to ``floatx()``.
+        dtype: a dtype name ("float32", "float64", ...) for the weights and the computation, a
+            policy name ("mixed_float16", "mixed_bfloat16"), a `DTypePolicy` or its Keras
+            config dict. Defaults to the global policy (`kerasrs.config.set_dtype_policy`) at
+            creation, else ``floatx()``.
         activity_regularizer: regularizer applied to the output; its value joins `losses`.
         input_shape / input_dim / batch_input_shape / batch_size: Keras's way to give the first
             layer of a `Sequential` model its input; the model turns it into an `InputLayer`.
