@@ -9,8 +9,9 @@ Usage (as in Keras)::
 See `kerasrs.dtype_policies` for what each policy does.
 """
 
-from kerasrs.dtype_policies import (DTypePolicy, Policy, dtype_policy, global_policy,  # noqa: F401
-                                    set_dtype_policy, set_global_policy)
+from kerasrs.dtype_policies import DTypePolicy, Policy, dtype_policy  # noqa: F401
+from kerasrs.dtype_policies import global_policy, set_dtype_policy  # noqa: F401
+from kerasrs.dtype_policies import set_global_policy  # noqa: F401
 from kerasrs.optimizers.loss_scale_optimizer import LossScaleOptimizer  # noqa: F401
 
 __all__ = ["DTypePolicy", "Policy", "dtype_policy", "set_dtype_policy", "global_policy",

@@ -102,7 +102,7 @@ def test_non_integral_sparse_labels_are_refused():
     _classifier().fit(X, LABELS.astype("float32"), verbose=0)  # integral floats are fine
 
 
-# -- other unclear errors -------------------------------------------------------------------------
+# -- other unclear errors --------------------------------------------------------------------------
 def test_ragged_list_to_predict_names_the_argument():
     with pytest.raises(ValueError, match=r"Model.predict: `x`: a ragged nested list .* "
                                          r"different lengths \[3, 4\]"):
@@ -133,7 +133,7 @@ def test_complex_input_is_a_type_error(method):
             getattr(model, method)(x, LABELS, verbose=0)
 
 
-# -- autodiff ---------------------------------------------------------------------------------------
+# -- autodiff --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
 def test_gradient_with_respect_to_an_integer_source_is_none(dtype):
     x = kerasrs.Tensor(np.array([1, 0, 3]).astype(dtype))

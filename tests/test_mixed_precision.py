@@ -23,7 +23,7 @@ def _reset_global_policy():
     dtype_policies.set_dtype_policy(None)
 
 
-# -- policies ---------------------------------------------------------------------------------------
+# -- policies --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name, compute, variable", [
     ("mixed_float16", "float16", "float32"), ("mixed_bfloat16", "bfloat16", "float32"),
     ("float32", "float32", "float32"), ("float64", "float64", "float64"),
@@ -232,7 +232,7 @@ def test_a_small_mixed_precision_classifier_trains_like_float32(policy):
     assert abs(run(policy) - run("float32")) <= 0.02
 
 
-# -- saved files ----------------------------------------------------------------------------------
+# -- saved files -----------------------------------------------------------------------------------
 def test_our_mixed_precision_keras_file_round_trips(tmp_path):
     kerasrs.config.set_dtype_policy("mixed_float16")
     model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(8, activation="relu"),

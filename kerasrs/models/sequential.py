@@ -170,7 +170,8 @@ class Sequential(Model):
         for entry in layers:
             if entry["class_name"] == "InputLayer":
                 entry.pop("build_config", None)
-        config = {"name": self.name, "trainable": self.trainable, "dtype": dtype_policies.serialize(self.dtype_policy),
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": dtype_policies.serialize(self.dtype_policy),
                   "layers": layers}
         if self.built:
             config["build_input_shape"] = list(self._layers[0].batch_shape)
