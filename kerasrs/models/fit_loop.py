@@ -23,7 +23,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
     n = data_adapter.num_samples("fit", x=x, y=y, sample_weight=sample_weight)
     model._check_input_structure("fit", x)
-    input_checks.check_data(model, "fit", x, y, sample_weight, class_weight)
+    input_checks.check_data(model, "fit", x, y, sample_weight, class_weight, stacklevel=4)
     batch_size = trainer._check_batch_size(batch_size, "fit")
     val = None
     if validation_data is not None:

@@ -14,8 +14,9 @@ from kerasrs import autodiff
 from kerasrs import backend as backend_module
 
 
-def check_data(model, method, x, y=None, sample_weight=None, class_weight=None):
+def check_data(model, method, x, y=None, sample_weight=None, class_weight=None, stacklevel=4):
     """Check standardized ``x``, ``y``, ``sample_weight`` and ``class_weight`` for ``method``.
+    ``stacklevel`` is the warnings' level counted from this function (the user's call).
 
     Raises:
         TypeError: for complex data.
@@ -33,7 +34,7 @@ def check_data(model, method, x, y=None, sample_weight=None, class_weight=None):
     sparse = _uses_sparse_loss(model)
     for name, array in named:
         if not (sparse and name == "y"):  # a sparse loss rejects NaN/inf labels itself
-            _warn_non_finite(method, name, array)
+            _warn_non_finite(method, name, array, stacklevel + 1)
     _check_sample_weight_shape(method, sample_weight, y)
     if y is not None and not isinstance(y, (list, dict)) and (sparse or class_weight):
         _check_integral_labels(method, y, "a sparse loss" if sparse else "class_weight")
@@ -63,7 +64,7 @@ def _named_leaves(name, struct):
         yield name, struct
 
 
-def _warn_non_finite(method, name, array):
+def _warn_non_finite(method, name, array, stacklevel):
     if not backend_module.is_float_dtype(array.dtype):
         return
     xp = backend_module.backend_of(array).xp
@@ -74,7 +75,7 @@ def _warn_non_finite(method, name, array):
                       f"{bad - nans} inf) out of {array.size}; the loss and, in fit, every "
                       "weight they reach will become NaN. Remove or replace them first (a "
                       "TerminateOnNaN callback stops training when the loss turns NaN).",
-                      RuntimeWarning, stacklevel=4)
+                      RuntimeWarning, stacklevel=stacklevel)
 
 
 def _check_sample_weight_shape(method, sample_weight, y):

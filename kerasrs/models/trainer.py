@@ -408,7 +408,7 @@ class Trainer:
         x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
         n = data_adapter.num_samples("evaluate", x=x, y=y, sample_weight=sample_weight)
         self._check_input_structure("evaluate", x)
-        input_checks.check_data(self, "evaluate", x, y, sample_weight)
+        input_checks.check_data(self, "evaluate", x, y, sample_weight, stacklevel=3)
         batch_size = _check_batch_size(batch_size, "evaluate")
         batches = data_adapter.batch_indices(n, batch_size)[:steps]
         verbose = _verbose(verbose)
