@@ -12,6 +12,25 @@ import numpy as np
 
 from kerasrs import autodiff
 from kerasrs import backend as backend_module
+from kerasrs.models import data_adapter
+
+
+def check_array_data(model, method, x, y=None, sample_weight=None, class_weight=None,
+                     stacklevel=3):
+    """`check_data` for array data, called once by fit/evaluate (predict: only ragged lists
+    and complex numbers). Generators and datasets are not walked. ``stacklevel``: the user's
+    call, counted from this function."""
+    from kerasrs.models import epoch_iterator
+
+    if not all(epoch_iterator.is_array_data(v) for v in (x, y, sample_weight)):
+        return
+    x, y, sample_weight = (data_adapter.standardize(v, f"Model.{method}: `{name}`") for v, name
+                           in ((x, "x"), (y, "y"), (sample_weight, "sample_weight")))
+    if method == "predict":
+        for leaf in data_adapter.leaves(x):
+            check_real(method, "x", leaf)
+        return
+    check_data(model, method, x, y, sample_weight, class_weight, stacklevel + 1)
 
 
 def check_data(model, method, x, y=None, sample_weight=None, class_weight=None, stacklevel=4):
