@@ -22,7 +22,7 @@ def _is_data(x):
     return isinstance(x, (int, float, bool, str, bytes, np.generic))
 
 
-def _leaf(value, what):
+def _leaf(value, what="Model: the data"):
     if isinstance(value, autodiff.Tensor):
         return value.data
     if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
