@@ -281,3 +281,23 @@ def test_keras_reads_our_mixed_precision_file():
     lines = [line for line in result.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
     assert result.returncode == 0 and lines, result.stdout[-3000:] + result.stderr[-3000:]
     assert all(line.startswith("PASS") for line in lines), "\n".join(lines)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_a_small_cnn_trains_a_step_under_mixed_policies(policy):
+    """Conv, max pooling, dropout, flatten and dense in half precision (bfloat16 max pooling
+    needs float32: NumPy has no bfloat16 maximum)."""
+    kerasrs.utils.set_random_seed(0)
+    kerasrs.config.set_dtype_policy(policy)
+    model = kerasrs.Sequential([
+        layers.Input((8, 8, 1)), layers.Conv2D(4, 3, activation="relu"), layers.MaxPooling2D(2),
+        layers.Dropout(0.1), layers.Flatten(), layers.Dense(3, activation="softmax")])
+    kerasrs.config.set_dtype_policy(None)
+    model.compile("adam", "sparse_categorical_crossentropy")
+    x = np.random.default_rng(0).random((16, 8, 8, 1)).astype("float32")
+    before = [w.copy() for w in model.get_weights()]
+    model.fit(x, np.arange(16) % 3, batch_size=8, epochs=1, verbose=0)
+    assert all(np.isfinite(w).all() for w in model.get_weights())
+    assert all(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+    compute = kerasrs.backend.standardize_dtype(policy.split("_")[1])
+    assert model.predict(x, verbose=0).dtype == compute
