@@ -60,6 +60,12 @@ def main(argv=None):
     parser.add_argument("--save", default=None, help="where to save the trained model "
                         "(default: fashion_mnist_<model>.h5)")
     parser.add_argument("--verbose", type=int, default=1, choices=[0, 1, 2])
+    parser.add_argument("--train-samples", type=int, default=None,
+                        help="use only the first N training images (quick runs)")
+    parser.add_argument("--test-samples", type=int, default=None,
+                        help="evaluate on only the first N test images")
+    parser.add_argument("--dtype-policy", default=None,
+                        help='global dtype policy, e.g. "mixed_float16" or "mixed_bfloat16"')
     args = parser.parse_args(argv)
 
     if args.batch_size is None:
@@ -67,8 +73,12 @@ def main(argv=None):
     if args.backend:
         kerasrs.backend.set_backend(args.backend)
     kerasrs.utils.set_random_seed(args.seed)
+    if args.dtype_policy:
+        kerasrs.config.set_dtype_policy(args.dtype_policy)  # compile adds loss scaling for float16
 
     (x_train, y_train), (x_test, y_test) = kerasrs.datasets.fashion_mnist.load_data()
+    x_train, y_train = x_train[:args.train_samples], y_train[:args.train_samples]
+    x_test, y_test = x_test[:args.test_samples], y_test[:args.test_samples]
     x_train = x_train.astype("float32") / 255.0
     x_test = x_test.astype("float32") / 255.0
     if args.model == "cnn":

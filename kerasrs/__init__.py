@@ -26,6 +26,8 @@ from kerasrs import saving  # noqa: F401
 # -- Keras 3's top-level names -------------------------------------------------------------------
 from kerasrs import config  # noqa: F401,E402
 from kerasrs import constraints  # noqa: F401,E402
+from kerasrs import dtype_policies  # noqa: F401,E402
+from kerasrs import mixed_precision  # noqa: F401,E402
 from kerasrs import preprocessing  # noqa: F401,E402
 from kerasrs import random  # noqa: F401,E402
 from kerasrs import tree  # noqa: F401,E402

@@ -17,12 +17,23 @@ Gradients are first order: ``backward`` works on arrays, not Tensors.
 """
 
 import contextlib
+import threading
 
 import numpy as np
 
 from kerasrs import backend as backend_module
 
-_tapes = []  # the GradientTapes now recording, innermost last
+
+class _ThreadState(threading.local):
+    """Per-thread recording state, so that ``fit`` in one thread and ``predict`` in another do
+    not see each other's tapes."""
+
+    def __init__(self):
+        self.tapes = []  # the GradientTapes now recording in this thread, innermost last
+        self.autocast = None  # dtype that float Variables are cast to inside a mixed layer call
+
+
+_local = _ThreadState()
 
 
 class Tensor:
@@ -139,16 +150,45 @@ class Variable(Tensor):
         return self
 
     def _numeric(self, op, value):
-        """``value`` as an array of this variable's dtype; TypeError if it is not numeric."""
+        """``value`` as an array of this variable's dtype.
+
+        Raises:
+            TypeError: if it is not real numbers (a str, None, complex, ...), or if it holds
+                non-integral floats for an integer variable (they would be truncated).
+            ValueError: if finite values overflow the variable's float dtype (1e300 in float32).
+        """
         try:
             if value is None or isinstance(value, (str, bytes)):
                 raise TypeError
-            return self.backend.asarray(value, dtype=self.dtype)
+            array = value if self.backend.is_array(value) else self.backend.asarray(
+                np.asarray(value) if not hasattr(value, "__cuda_array_interface__") else value)
+            if array.dtype.kind not in "biuf" and array.dtype.name != "bfloat16":
+                raise TypeError
         except (TypeError, ValueError) as e:
             raise TypeError(f"Variable {self.path!r}: {op} needs a numeric value (a number, "
-                            f"array or Tensor of {self.dtype.name} values); "
+                            f"array or Tensor of real {self.dtype.name} values); "
                             f"{_describe_non_tensor(value)} is not numeric. Received: "
                             f"{value!r}") from e
+        return self._cast_checked(op, array)
+
+    def _cast_checked(self, op, array):
+        target, xp = self.dtype, self.backend.xp
+        if array.dtype == target:
+            return array
+        source_float = array.dtype.kind == "f" or array.dtype.name == "bfloat16"
+        if target.kind in "iub" and source_float and not bool(xp.all(array == xp.trunc(array))):
+            raise TypeError(f"Variable {self.path!r}: {op} of non-integral float values into a "
+                            f"{target.name} variable would truncate them; round or cast them "
+                            f"explicitly first. Received: values of dtype {array.dtype.name}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = array.astype(target)
+        if source_float and target.itemsize < array.dtype.itemsize and target.kind == "f" and \
+                not bool(xp.all(xp.isfinite(out) | ~xp.isfinite(array))):
+            big = float(xp.max(xp.abs(xp.where(xp.isfinite(array), array, 0))))
+            raise ValueError(f"Variable {self.path!r}: {op} of values up to {big:g} overflows "
+                             f"{target.name} (largest finite value {float(np.finfo(target).max):g})"
+                             f". Received: values of dtype {array.dtype.name}")
+        return out
 
     def assign_add(self, delta):
         """Add ``delta`` (this shape, or broadcastable to it) in place. Returns self."""
@@ -222,12 +262,22 @@ class Function:
     """
 
     name = None  # shown in errors; defaults to the class name in lower case
+    # Half-precision inputs (float16/bfloat16) are computed in float32 and the result cast back:
+    # "always" for reductions, softmax and normalization statistics (a float16 sum of 70,000
+    # ones overflows), "cpu" for GEMMs (NumPy's float16 matmul is ~250x slower than float32).
+    half_in_float32 = None
+    low_dtype = None
 
     def apply(self, *inputs):
         """Run forward on the inputs (Tensors, arrays or scalars); record it if a tape watches."""
         be = None
         arrays = []
         plain = False  # some input is not a Tensor
+        local = _local
+        if local.autocast is not None:  # inside a mixed-precision layer call
+            inputs = tuple(_autocast(x, local.autocast) if type(x) is Variable and
+                           x.data.dtype != local.autocast and x.data.dtype.kind == "f" else x
+                           for x in inputs)
         for x in inputs:
             if isinstance(x, Tensor):
                 if be is None:
@@ -249,6 +299,9 @@ class Function:
                 return self._not_a_tensor(inputs, e.args[0])
         self.backend = be
         self.xp = be.xp
+        low = None
+        if self.half_in_float32 and (self.half_in_float32 == "always" or be.name == "numpy"):
+            low = _upcast_half(arrays)
         try:
             y = self.forward(*arrays)
         except (ValueError, TypeError, IndexError) as e:
@@ -260,13 +313,18 @@ class Function:
                 error = next(c for c in (IndexError, TypeError, ValueError) if isinstance(e, c))(
                     message)
             raise error from e
+        if low is not None:
+            self.low_dtype = low  # the backward walk hands gy over in float32 (see _backprop)
+            if getattr(y, "dtype", low).kind == "f" and y.dtype.itemsize > 2:
+                y = y.astype(low)
         if type(y) is be.array_type:  # the common case: skip Tensor.__init__'s conversions
             out = Tensor.__new__(Tensor)
             out.data, out.backend = y, be
         else:  # e.g. a NumPy scalar from a full reduction
             out = Tensor(y, backend=be)
-        if _tapes:
-            for tape in _tapes:
+        tapes = local.tapes
+        if tapes:
+            for tape in tapes:
                 tape._record(self, inputs, out)
         return out
 
@@ -288,6 +346,18 @@ class Function:
         raise TypeError(f"{self._name()}: input {index} must be a tensor (a Tensor, array, nested "
                         f"list of numbers or a number); {_describe_non_tensor(x)} is not a "
                         f"tensor. Received: {x!r}")
+
+
+def _upcast_half(arrays):
+    """In place: float16/bfloat16 arrays become float32. Returns the half dtype, or None."""
+    low = None
+    for i, a in enumerate(arrays):
+        dtype = getattr(a, "dtype", None)
+        if dtype is not None and dtype.itemsize == 2 and (dtype.kind == "f" or
+                                                          dtype.name == "bfloat16"):
+            low = dtype
+            arrays[i] = a.astype(np.float32)
+    return low
 
 
 def _describe_non_tensor(x):
@@ -367,11 +437,11 @@ class GradientTape:
         self._on_gradient_ready = None
 
     def __enter__(self):
-        _tapes.append(self)
+        _local.tapes.append(self)
         return self
 
     def __exit__(self, *exc):
-        _tapes.remove(self)
+        _local.tapes.remove(self)
         return False
 
     def watch(self, tensor):
@@ -431,10 +501,15 @@ class GradientTape:
             raise RuntimeError("GradientTape.gradient can only be called once on a non-persistent "
                                "tape. Use GradientTape(persistent=True) to call it again.")
         flat_sources = _flatten(sources)
+        for i, s in enumerate(flat_sources):
+            if not isinstance(s, Tensor):
+                raise TypeError(f"GradientTape.gradient: every source must be a Tensor or "
+                                f"Variable; source {i} is {_describe_non_tensor(s)}. Received: "
+                                f"{s!r}")
         grads = self._backprop(target, output_gradients, flat_sources)
         result = []
         for s in flat_sources:
-            g = grads.get(id(s))
+            g = grads.get(id(s)) if _differentiable(s) else None  # integer sources: None (TF)
             if g is None and unconnected_gradients == "zero":
                 g = s.backend.xp.zeros(s.shape, s.dtype)
             result.append(None if g is None else Tensor(g, backend=s.backend))
@@ -446,8 +521,9 @@ class GradientTape:
     def _backprop(self, target_structure, output_gradients, sources):
         """The backward walk: returns {id(tensor): gradient array} for the sources."""
         targets = _flatten(target_structure)
-        reach = {id(s) for s in sources if id(s) in self._tracked or (  # unwatched ones: None
-            self.watch_accessed_variables and isinstance(s, Variable) and s.trainable)}
+        reach = {id(s) for s in sources if _differentiable(s) and (  # unwatched ones: None
+            id(s) in self._tracked or self.watch_accessed_variables and isinstance(s, Variable)
+            and s.trainable)}
         relevant = []
         for rec in self._records:  # forward sweep: which ops depend on a source
             if any(id(x) in reach for x in rec[1]):
@@ -479,6 +555,8 @@ class GradientTape:
             gy = grads.get(id(out)) if id(out) in keep else grads.pop(id(out), None)
             if gy is not None:
                 fn.needs_grad = [isinstance(x, Tensor) and id(x) in reach for x in inputs]
+                if fn.low_dtype is not None:  # forward ran in float32; _accumulate casts back
+                    gy = gy.astype(np.float32)
                 gxs = fn.backward(gy)
                 for x, gx, need in zip(inputs, gxs, fn.needs_grad):
                     if need and gx is not None:
@@ -502,6 +580,11 @@ class GradientTape:
         return ready
 
 
+def _differentiable(x):
+    """Float (and complex) tensors carry gradients; integer and bool ones do not (as in TF)."""
+    return x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
+
+
 def _accumulate(grads, x, g):
     prev = grads.get(id(x))
     if g.dtype != x.dtype:
@@ -511,22 +594,57 @@ def _accumulate(grads, x, g):
 
 @contextlib.contextmanager
 def _paused(tape):
-    _tapes.remove(tape)
+    _local.tapes.remove(tape)
     try:
         yield
     finally:
-        _tapes.append(tape)
+        _local.tapes.append(tape)
 
 
 @contextlib.contextmanager
 def no_grad():
-    """Context manager: nothing inside the block is recorded on any tape."""
-    saved = _tapes[:]
-    _tapes.clear()
+    """Context manager: nothing inside the block is recorded on any tape (of this thread)."""
+    tapes = _local.tapes
+    saved = tapes[:]
+    tapes.clear()
     try:
         yield
     finally:
-        _tapes[:] = saved
+        tapes[:] = saved
+
+
+@contextlib.contextmanager
+def autocast_scope(dtype):
+    """Inside the block, float `Variable`s entering an op are cast to ``dtype`` (None: off).
+
+    `Layer.__call__` opens it for a layer whose policy computes in a lower precision than its
+    variables are stored in (``mixed_float16``); the cast is an op, so gradients reach the
+    float32 variable in float32."""
+    saved = _local.autocast
+    _local.autocast = None if dtype is None else backend_module.standardize_dtype(dtype)
+    try:
+        yield
+    finally:
+        _local.autocast = saved
+
+
+class _AutocastCast(Function):
+    def forward(self, x):
+        return x.astype(self.dtype)
+
+    def backward(self, gy):
+        return (gy.astype(self.source_dtype),)
+
+
+def _autocast(variable, dtype):
+    fn = _AutocastCast()
+    fn.dtype, fn.source_dtype = dtype, variable.data.dtype
+    saved = _local.autocast
+    _local.autocast = None  # the cast itself must see the variable as it is
+    try:
+        return fn.apply(variable)
+    finally:
+        _local.autocast = saved
 
 
 def _flatten(structure):

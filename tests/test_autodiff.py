@@ -180,9 +180,9 @@ def test_stop_recording_and_no_grad():
 
 def test_nothing_is_recorded_outside_a_tape():
     x = _t([1.0])
-    assert autodiff._tapes == []
+    assert autodiff._local.tapes == []
     y = x * 2.0
-    assert not hasattr(y, "creator") and autodiff._tapes == []
+    assert not hasattr(y, "creator") and autodiff._local.tapes == []
 
 
 class _Counting(Function):

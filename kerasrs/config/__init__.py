@@ -9,3 +9,4 @@ from kerasrs.backend.settings import (  # noqa: F401
     is_interactive_logging_enabled, is_traceback_filtering_enabled, max_epochs,
     max_steps_per_epoch, set_epsilon, set_image_data_format, set_max_epochs,
     set_max_steps_per_epoch)
+from kerasrs.dtype_policies import dtype_policy, set_dtype_policy  # noqa: F401,E402

@@ -13,8 +13,10 @@ How a layer runs (read this once; subclasses only write ``__init__``, ``build`` 
    It declares only the arguments it uses: ``training`` and ``mask`` are passed only when
    ``call``'s signature has them. ``training=None`` inherits the value of the enclosing layer
    call, so sublayers of a model follow the model's mode.
-4. Float inputs are cast to the layer's compute dtype (``floatx()`` unless ``dtype=`` is given);
-   NumPy arrays and lists become Tensors.
+4. Float inputs are cast to the layer's compute dtype (``floatx()`` unless ``dtype=`` or a global
+   dtype policy says otherwise); NumPy arrays and lists become Tensors. Under a mixed policy
+   (``mixed_float16``) the variables stay float32 and every op of the call reads them cast to
+   the compute dtype (`kerasrs.autodiff.autocast_scope`), so their gradients are float32.
 5. Calling a layer on symbolic tensors (from `kerasrs.layers.Input`) does not compute anything:
    it records a `Node` and returns symbolic outputs, see `kerasrs.layers.node`.
 
@@ -25,17 +27,25 @@ overrides ``compute_mask(inputs, mask)``; other layers drop it.
 
 import functools
 import inspect
+import threading
 
 import numpy as np
 
-from kerasrs import autodiff, constraints, initializers
+from kerasrs import autodiff, constraints, dtype_policies, initializers
 from kerasrs import backend as backend_module
 from kerasrs import ops
 from kerasrs.layers import naming
 from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
 
 _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (for from_config)
-_call_stack = []  # the `training` value of each layer call now running, innermost last
+
+
+class _ThreadState(threading.local):
+    def __init__(self):
+        self.call_stack = []  # the `training` value of each layer call now running, innermost last
+
+
+_state = _ThreadState()  # per thread, so predict in one thread cannot flip training in another
 _outer_calls = [0]  # counts outermost layer calls: losses added during one carry its number
 _IGNORED_KWARGS = {"autocast", "quantization_config", "lora_alpha", "input_length"}
 
@@ -70,8 +80,10 @@ class Layer:
         name: str, unique within a model; defaults to the snake_case class name made unique
             (``dense``, ``dense_1``, ...).
         trainable: bool; False freezes every weight of the layer and its sublayers.
-        dtype: dtype of the weights and of the computation ("float32", "float64", ...), or a
-            Keras ``DTypePolicy`` config dict. Defaults to ``floatx()``.
+        dtype: a dtype name ("float32", "float64", ...) for the weights and the computation, a
+            policy name ("mixed_float16", "mixed_bfloat16"), a `DTypePolicy` or its Keras
+            config dict. Defaults to the global policy (`kerasrs.config.set_dtype_policy`) at
+            creation, else ``floatx()``.
         activity_regularizer: regularizer applied to the output; its value joins `losses`.
         input_shape / input_dim / batch_input_shape / batch_size: Keras's way to give the first
             layer of a `Sequential` model its input; the model turns it into an `InputLayer`.
@@ -120,7 +132,7 @@ class Layer:
         if not isinstance(self.name, str) or "/" in self.name:
             raise ValueError(f"{type(self).__name__}: `name` must be a string without '/'. "
                              f"Received: name={self.name!r}")
-        self._dtype = _standardize_dtype_arg(dtype, f"{type(self).__name__} {self.name!r}")
+        self._dtype = _dtype_policy_arg(dtype, f"{type(self).__name__} {self.name!r}")
         self._trainable = bool(trainable)
         self.activity_regularizer = _get_regularizer(activity_regularizer)
         self.built = False
@@ -165,16 +177,36 @@ class Layer:
 
     # -- dtypes ---------------------------------------------------------------------------------
     @property
-    def dtype(self):
-        """Name of the weights' dtype (and of the computation): "float32" unless set."""
-        return self._dtype or backend_module.floatx()
+    def dtype_policy(self):
+        """The layer's `kerasrs.dtype_policies.DTypePolicy`: from ``dtype=``, else the global
+        policy when the layer was created, else ``floatx()``."""
+        return self._policy() or dtype_policies.DTypePolicy(backend_module.floatx())
 
-    compute_dtype = variable_dtype = dtype
+    def _policy(self):
+        """The explicit policy or None; a dtype name stored in ``_dtype`` is turned into one."""
+        policy = self._dtype
+        if policy is not None and not isinstance(policy, dtype_policies.DTypePolicy):
+            policy = self.__dict__["_dtype"] = dtype_policies.get(policy)
+        return policy
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        self._dtype = _dtype_policy_arg(value, f"{type(self).__name__} {self.name!r}")
 
     @property
-    def dtype_policy(self):
-        return {"module": "keras", "class_name": "DTypePolicy", "config": {"name": self.dtype},
-                "registered_name": None}
+    def dtype(self):
+        """Name of the weights' dtype (the policy's ``variable_dtype``): "float32" unless set."""
+        policy = self._policy()
+        return policy.variable_dtype if policy else backend_module.floatx()
+
+    variable_dtype = dtype
+
+    @property
+    def compute_dtype(self):
+        """Name of the dtype inputs are cast to and computed in ("float16" under
+        ``mixed_float16``)."""
+        policy = self._policy()
+        return policy.compute_dtype if policy else backend_module.floatx()
 
     # -- weights --------------------------------------------------------------------------------
     def add_weight(self, *args, name=None, shape=None, initializer=None, dtype=None,
@@ -368,8 +400,9 @@ class Layer:
         if not args:
             raise TypeError(f"{self.name}: call the layer on an input. Received: no arguments")
         training = kwargs.pop("training", None)
-        if training is None and _call_stack:
-            training = _call_stack[-1]
+        call_stack = _state.call_stack
+        if training is None and call_stack:
+            training = call_stack[-1]
         mask = kwargs.pop("mask", None)
         inputs = self._convert_inputs(args[0])
         args = (inputs,) + args[1:]
@@ -379,20 +412,25 @@ class Layer:
             self._build_from_call(args, kwargs)
         if self.input_spec is not None:
             self._check_input_spec(inputs)
-        if not _call_stack:
+        if not call_stack:
             _outer_calls[0] += 1
             self._last_call = _outer_calls[0]
         if training is not None and self._call_has_training:
             kwargs["training"] = training
         if mask is not None and self._call_has_mask:
             kwargs["mask"] = mask
-        _call_stack.append(training)
+        call_stack.append(training)
         naming._scopes.append(self.name)
+        local = autodiff._local
+        autocast = local.autocast  # mixed policies read float32 variables in compute_dtype
+        policy = self._policy()
+        local.autocast = policy.autocast_dtype if policy is not None else None
         try:
             outputs = self.call(*args, **kwargs)
         finally:
+            local.autocast = autocast
             naming._scopes.pop()
-            _call_stack.pop()
+            call_stack.pop()
         if self.activity_regularizer is not None:
             for out in autodiff._flatten(outputs):
                 if isinstance(out, autodiff.Tensor):
@@ -477,7 +515,8 @@ class Layer:
     # -- configuration --------------------------------------------------------------------------
     def get_config(self):
         """The constructor arguments as a JSON-able dict (Keras's keys)."""
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy}
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": dtype_policies.serialize(self.dtype_policy)}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = _serialize_regularizer(self.activity_regularizer)
         if type(self).get_config in _BASE_GET_CONFIGS:  # a subclass without its own get_config
@@ -507,19 +546,15 @@ class Layer:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _standardize_dtype_arg(dtype, who):
+def _dtype_policy_arg(dtype, who):
+    """The `DTypePolicy` for a layer's ``dtype=`` argument (a name, dtype, policy or Keras
+    policy config); None (use floatx()) when neither it nor a global policy is given."""
     if dtype is None:
-        return None
-    if isinstance(dtype, dict):  # a Keras DTypePolicy config
-        dtype = dtype.get("config", {}).get("name", dtype.get("name"))
-    dtype = getattr(dtype, "name", dtype)
-    if isinstance(dtype, str) and dtype.startswith("mixed_"):
-        raise ValueError(f"{who}: mixed-precision policies are not supported; use a plain dtype. "
-                         f"Received: dtype={dtype!r}")
+        return dtype_policies._explicit_global()
     try:
-        return backend_module.standardize_dtype(dtype).name
-    except TypeError as e:
-        raise TypeError(f"{who}: {e}") from e
+        return dtype_policies.get(dtype)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{who}: {e}") from e
 
 
 def _get_regularizer(identifier):

@@ -64,8 +64,8 @@ class Dense(Layer):
         self.input_spec = InputSpec(min_ndim=2, axes={-1: features})
 
     def call(self, inputs):
-        if inputs.dtype != self.kernel.dtype:  # integer inputs: compute in the layer's dtype
-            inputs = ops.cast(inputs, self.kernel.dtype)
+        if inputs.dtype != self.compute_dtype:  # integer inputs: compute in the layer's dtype
+            inputs = ops.cast(inputs, self.compute_dtype)
         y = ops.matmul(inputs, self.kernel)
         if self.bias is not None:
             y = ops.add(y, self.bias)

@@ -49,12 +49,15 @@ def to_tensor_like(x, ref, dtype=None):
 
 
 def float_tensor(y_pred, dtype=None):
-    """``y_pred`` as a float Tensor: cast to ``dtype`` if given, non-floats to ``floatx()``."""
+    """``y_pred`` as a float Tensor: cast to ``dtype`` if given, non-floats to ``floatx()`` and
+    half precision (mixed-precision outputs) to float32, so losses accumulate in float32."""
     y_pred = autodiff.convert_to_tensor(y_pred)
     if dtype is not None:
         dtype = backend_module.standardize_dtype(dtype)
     elif not backend_module.is_float_dtype(y_pred.dtype):
         dtype = backend_module.standardize_dtype(None)
+    elif y_pred.dtype.itemsize == 2:
+        dtype = backend_module.standardize_dtype("float32")
     return y_pred if dtype is None or y_pred.dtype == dtype else ops.cast(y_pred, dtype)
 
 

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from kerasrs import autodiff
+from kerasrs import backend as backend_module
 
 
 def _is_data(x):
@@ -21,23 +22,32 @@ def _is_data(x):
     return isinstance(x, (int, float, bool, str, bytes, np.generic))
 
 
-def _leaf(value):
+def _leaf(value, what="Model: the data"):
     if isinstance(value, autodiff.Tensor):
         return value.data
     if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
         return value
-    return np.asarray(value)
+    try:
+        return np.asarray(value)
+    except ValueError as e:  # NumPy's "inhomogeneous shape" for ragged nested lists
+        lengths = sorted({len(v) for v in value if hasattr(v, "__len__")}) \
+            if isinstance(value, (list, tuple)) else []
+        raise ValueError(f"{what}: a ragged nested list cannot be one array: its rows have "
+                         f"different lengths {lengths}. Pad or cut them to one length, or "
+                         "pass one array per input. Received: "
+                         f"a {type(value).__name__} of {len(value)} rows") from e
 
 
-def standardize(x):
-    """``x`` with every leaf an array (lists of numbers become one array)."""
+def standardize(x, what="Model: the data"):
+    """``x`` with every leaf an array (lists of numbers become one array); ``what`` names the
+    argument in the error for a ragged nested list."""
     if x is None:
         return None
     if isinstance(x, dict):
-        return {k: standardize(v) for k, v in x.items()}
+        return {k: standardize(v, what) for k, v in x.items()}
     if isinstance(x, (list, tuple)) and not _is_data(x):
-        return [standardize(v) for v in x]
-    return _leaf(x)
+        return [standardize(v, what) for v in x]
+    return _leaf(x, what)
 
 
 def leaves(x):
@@ -209,12 +219,13 @@ def batch_indices(n, batch_size, shuffle=False):
     (``shuffle=True``), or in-order batches in random order (``shuffle="batch"``). The last
     batch may be short; it is never dropped."""
     starts = range(0, n, batch_size)
+    rng = backend_module.get("numpy").rng  # seeded by kerasrs.backend.set_seed
     if shuffle is True:
-        perm = np.random.permutation(n)
+        perm = rng.permutation(n)
         return [perm[i:i + batch_size] for i in starts]
     batches = [slice(i, min(i + batch_size, n)) for i in starts]
     if shuffle == "batch":
-        batches = [batches[i] for i in np.random.permutation(len(batches))]
+        batches = [batches[i] for i in rng.permutation(len(batches))]
     return batches
 
 

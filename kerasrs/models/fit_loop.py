@@ -4,7 +4,7 @@ import numpy as np
 
 from kerasrs import distribution
 from kerasrs.callbacks import CallbackList
-from kerasrs.models import data_adapter, epoch_iterator, interrupts, trainer
+from kerasrs.models import data_adapter, epoch_iterator, input_checks, interrupts, trainer
 
 
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,
@@ -20,6 +20,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     _check_epochs(epochs, initial_epoch)
     if validation_split and validation_data is None:
         x, y, sample_weight, validation_data = _split(x, y, sample_weight, validation_split)
+    input_checks.check_array_data(model, "fit", x, y, sample_weight, class_weight, stacklevel=4)
     data = epoch_iterator.get_adapter("fit", x, y, sample_weight, batch_size, shuffle,
                                       class_weight)
     if isinstance(data, epoch_iterator.ArrayAdapter):

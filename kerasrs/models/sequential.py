@@ -1,5 +1,6 @@
 """`Sequential`: a plain stack of layers, each feeding the next."""
 
+from kerasrs import dtype_policies
 from kerasrs.layers import naming, serialization
 from kerasrs.layers.base import Layer
 from kerasrs.layers.input_layer import InputLayer
@@ -169,7 +170,8 @@ class Sequential(Model):
         for entry in layers:
             if entry["class_name"] == "InputLayer":
                 entry.pop("build_config", None)
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy,
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": dtype_policies.serialize(self.dtype_policy),
                   "layers": layers}
         if self.built:
             config["build_input_shape"] = list(self._layers[0].batch_shape)
@@ -178,7 +180,8 @@ class Sequential(Model):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """A new Sequential model from `get_config`'s dict (built if the input is known)."""
-        model = cls(name=config.get("name"), trainable=config.get("trainable", True))
+        model = cls(name=config.get("name"), trainable=config.get("trainable", True),
+                    dtype=config.get("dtype"))
         for entry in config["layers"]:  # built below, inside the model's name scope
             entry = {k: v for k, v in entry.items() if k != "build_config"}
             model.add(serialization.deserialize(entry, custom_objects), rebuild=False)

@@ -24,13 +24,16 @@ the compiled metrics and returns `get_metrics_result`, and `metrics` lists the t
 runs the same computation without building a logs dict per batch.
 """
 
+import contextlib
+import threading
+
 import numpy as np
 
 from kerasrs import autodiff
 from kerasrs.callbacks import CallbackList
 from kerasrs.layers import padding
 from kerasrs.metrics.base import Metric
-from kerasrs.models import compile_utils, data_adapter, epoch_iterator
+from kerasrs.models import compile_utils, data_adapter, epoch_iterator, input_checks
 
 
 class Trainer:
@@ -70,8 +73,10 @@ class Trainer:
             metrics: list of names ("accuracy", "mae", ...) or `Metric`s, or per output a list
                 of lists or a dict. "accuracy"/"acc" picks the accuracy that fits the loss.
             weighted_metrics: like ``metrics``, but given the sample and class weights.
-            run_eagerly, steps_per_execution, jit_compile, auto_scale_loss: accepted for Keras
-                compatibility; kerasrs always runs eagerly, one step at a time.
+            auto_scale_loss: wrap the optimizer in a `LossScaleOptimizer` when the model's
+                dtype policy is ``mixed_float16`` (as Keras 3). Defaults to True.
+            run_eagerly, steps_per_execution, jit_compile: accepted for Keras compatibility;
+                kerasrs always runs eagerly, one step at a time.
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric (listing the valid names), or
@@ -82,6 +87,9 @@ class Trainer:
 
         compile_utils.check_compile_arguments(loss, loss_weights, metrics, weighted_metrics)
         self.optimizer = optimizers.get(optimizer)
+        if auto_scale_loss and self.dtype_policy.name == "mixed_float16" and not isinstance(
+                self.optimizer, optimizers.LossScaleOptimizer):  # as Keras 3 does
+            self.optimizer = optimizers.LossScaleOptimizer(self.optimizer)
         self.loss = loss
         self._compiled_loss = compile_utils.CompiledLoss(loss, loss_weights)
         self._compiled_metrics = compile_utils.CompiledMetrics(metrics, weighted_metrics)
@@ -251,7 +259,15 @@ class Trainer:
         ``(y_pred, y, sample_weight)`` of the rows that count."""
         optimizer = self.optimizer
         dist = self._fit_distribution
-        with autodiff.GradientTape() as tape:
+        # dynamic loss scaling overflows on purpose now and then (the step is skipped): no
+        # NumPy overflow warnings for that (np.errstate is local to this thread and block)
+        scaling = getattr(optimizer, "skips_non_finite_steps", False)
+
+        def quiet():
+            return np.errstate(over="ignore", invalid="ignore") if scaling else \
+                contextlib.nullcontext()
+
+        with quiet(), autodiff.GradientTape() as tape:
             # a data-parallel process without samples in this step still joins the allreduce;
             # in inference mode no layer updates its statistics from the empty batch
             training = dist is None or (_batch_size(x) if real is None else real) > 0
@@ -264,15 +280,15 @@ class Trainer:
                                        for s in (x, y, sample_weight))
                 y_pred = _first_rows(y_pred, real)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
-            scaled = loss if optimizer is None or optimizer.loss_scale_factor is None else \
-                optimizer.scale_loss(loss)
+            scaled = loss if optimizer is None else optimizer.scale_loss(loss)
         self._loss_tracker.add(_scalar(loss, "compute_loss"), _batch_size(x))
         variables = self._train_variables
         if variables is None:
             variables = self._train_variables = self.trainable_weights
         if variables:
-            grads = tape.gradient(scaled, variables) if dist is None else \
-                dist.gradients(self, tape, scaled, variables, _batch_size(x))
+            with quiet():
+                grads = tape.gradient(scaled, variables) if dist is None else \
+                    dist.gradients(self, tape, scaled, variables, _batch_size(x))
             optimizer.apply(grads, variables)
             for v in variables:
                 if getattr(v, "constraint", None) is not None:
@@ -401,6 +417,12 @@ class Trainer:
 
         self._require_compiled("fit")
         epochs, steps_per_epoch = _apply_config_caps(epochs, steps_per_epoch)
+        lock = self.__dict__.setdefault("_fit_lock", threading.Lock())
+        if not lock.acquire(blocking=False):
+            raise RuntimeError(f"Model.fit: {self.name} is already being trained by a fit() "
+                               "running in another thread; two fits on one model would share "
+                               "its weights, optimizer and History. Wait for the first to end, or "
+                               "train a copy (kerasrs.models.clone_model).")
         try:
             return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks,
                                 validation_split, validation_data, shuffle, class_weight,
@@ -408,6 +430,7 @@ class Trainer:
                                 validation_batch_size, validation_freq, pad_last_batch)
         finally:
             self._fit_distribution = None  # data-parallel fit is over, even after an error
+            lock.release()
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -427,6 +450,7 @@ class Trainer:
             TypeError: for ``x`` of a kind not listed above.
         """
         self._require_compiled("evaluate")
+        input_checks.check_array_data(self, "evaluate", x, y, sample_weight, stacklevel=3)
         data = epoch_iterator.get_adapter("evaluate", x, y, sample_weight, batch_size)
         if isinstance(data, epoch_iterator.ArrayAdapter):
             self._check_input_structure("evaluate", data.x)
@@ -480,6 +504,7 @@ class Trainer:
         Raises:
             ValueError: if there is no batch to predict on.
         """
+        input_checks.check_array_data(self, "predict", x)
         data = epoch_iterator.get_adapter("predict", x, batch_size=batch_size)
         if isinstance(data, epoch_iterator.ArrayAdapter):
             self._check_input_structure("predict", data.x)

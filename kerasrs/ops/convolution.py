@@ -222,6 +222,7 @@ def _kernel_groups(w, groups):
 
 class Conv(Function):
     """N-d cross-correlation (no kernel flip) by im2col + one GEMM per group."""
+    half_in_float32 = "cpu"
 
     def __init__(self, geometry, groups, channels_first):
         self.geometry, self.groups, self.channels_first = geometry, groups, channels_first
@@ -387,6 +388,7 @@ def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, paddin
 # -- transposed convolution --------------------------------------------------------------------
 class ConvTranspose(Function):
     """Gradient of `Conv` with respect to its input, as a forward op (col2im of x @ kernel^T)."""
+    half_in_float32 = "cpu"
 
     def __init__(self, geometry, out_spatial, crop, channels_first):
         self.geometry, self.out_spatial = geometry, out_spatial   # geometry: full -> input

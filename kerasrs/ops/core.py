@@ -7,6 +7,7 @@ plus the public function with Keras's name. Broadcast gradients are reduced by t
 import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+from kerasrs.backend import floatx, is_float_dtype
 
 
 def constant(data, backend):
@@ -26,9 +27,31 @@ def raw(x):
     return x.data if isinstance(x, Tensor) else x
 
 
+def _promote(a, b):
+    """Keras's promotion of an integer (or bool) operand with a float: the result takes the
+    float's dtype (int32 with float32 is float32, not NumPy's float64), and an integer array
+    with a Python float gives ``floatx()``."""
+    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if da is db:  # the common case: two arrays of one dtype (or two Python scalars)
+        return a, b
+    if da is None or da.kind not in "iub":
+        if db is not None and db.kind in "iub":
+            if da is not None and is_float_dtype(da):
+                return a, b.astype(da)
+            if type(a) is float:
+                return a, b.astype(floatx())
+        return a, b
+    if db is not None and is_float_dtype(db):
+        return a.astype(db), b
+    if type(b) is float:
+        return a.astype(floatx()), b
+    return a, b
+
+
 # -- binary arithmetic -------------------------------------------------------------------------
 class Add(Function):
     def forward(self, a, b):
+        a, b = _promote(a, b)
         return a + b
 
     def backward(self, gy):
@@ -37,6 +60,7 @@ class Add(Function):
 
 class Subtract(Function):
     def forward(self, a, b):
+        a, b = _promote(a, b)
         return a - b
 
     def backward(self, gy):
@@ -45,7 +69,7 @@ class Subtract(Function):
 
 class Multiply(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a, self.b = a, b = _promote(a, b)
         return a * b
 
     def backward(self, gy):
@@ -55,6 +79,7 @@ class Multiply(Function):
 
 class Divide(Function):
     def forward(self, a, b):
+        a, b = _promote(a, b)
         self.b = b
         self.y = a / b
         return self.y
@@ -66,7 +91,7 @@ class Divide(Function):
 
 class Power(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a, self.b = a, b = _promote(a, b)
         self.y = self.xp.power(a, b)
         return self.y
 
@@ -189,6 +214,8 @@ def logical_not(x):
 
 # -- matmul ------------------------------------------------------------------------------------
 class MatMul(Function):
+    half_in_float32 = "cpu"
+
     def forward(self, a, b):
         self.a, self.b = a, b
         return a @ b
@@ -284,6 +311,7 @@ class Einsum(Function):
     fresh letter tied to it by an identity matrix; letters that only operand ``i`` has are
     broadcast back; size-1 axes that were broadcast are summed.
     """
+    half_in_float32 = "cpu"
 
     def __init__(self, ins, out):
         self.ins, self.out = ins, out

@@ -274,6 +274,8 @@ def _number(op, name, value):
 
 # -- softmax and normalize ---------------------------------------------------------------------
 class Softmax(Function):
+    half_in_float32 = "always"
+
     def __init__(self, axis):
         self.axis = axis
 
@@ -288,6 +290,8 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
+    half_in_float32 = "always"
+
     def __init__(self, axis):
         self.axis = axis
 
@@ -334,6 +338,7 @@ def log_softmax(x, axis=-1):
 
 class Normalize(Function):
     """``x / max(norm_p(x), eps)``; for p = 2 as ``x * rsqrt(max(sum x^2, eps^2))``."""
+    half_in_float32 = "always"
 
     def __init__(self, axis, order, epsilon):
         self.axis, self.order, self.epsilon = axis, order, epsilon
@@ -398,6 +403,7 @@ def normalize(x, axis=-1, order=2, epsilon=None):
 # -- cross-entropies ---------------------------------------------------------------------------
 class SigmoidCrossEntropy(Function):
     """Elementwise binary cross-entropy of logits: ``max(x, 0) - x t + log1p(exp(-|x|))``."""
+    half_in_float32 = "always"
 
     def forward(self, t, x):
         xp = self.xp
@@ -471,6 +477,7 @@ def categorical_crossentropy(target, output, from_logits=False, axis=-1):
 
 class SparseSoftmaxCrossEntropy(Function):
     """``logsumexp(x) - x[label]`` over the last axis, fused with its gradient ``softmax - onehot``."""
+    half_in_float32 = "always"
 
     def __init__(self, labels):
         self.labels = labels

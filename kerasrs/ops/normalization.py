@@ -62,6 +62,7 @@ def _column_sum(xp, a):
 class FusedBatchNorm(Function):
     """Training-mode batch normalization on the ``(rows, features)`` view of the input; keeps
     the batch ``mean`` and biased ``var`` (``(features,)`` arrays) for the moving averages."""
+    half_in_float32 = "always"
 
     def __init__(self, axis, epsilon):
         self.axis, self.epsilon = axis, epsilon
@@ -175,6 +176,7 @@ def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilo
 class FusedLayerNorm(Function):
     """Layer normalization over the trailing axes of sizes ``param_shape`` (the input seen as
     ``(rows, size)``), with ``gamma``/``beta`` of ``param_shape``."""
+    half_in_float32 = "always"
 
     def __init__(self, param_shape, epsilon):
         self.gamma_shape, self.epsilon = tuple(param_shape), epsilon

@@ -71,6 +71,8 @@ class MaxPool(Function):
     """Max over windows, one spatial axis at a time (a 2x2 max is a max of row pairs, then of
     column pairs); each stage keeps which of its k slices won (bool for k=2, else uint8)."""
 
+    half_in_float32 = "always"  # exact (a max is one of its inputs); NumPy lacks bfloat16 max
+
     def __init__(self, geometry, channels_first):
         self.geometry, self.channels_first = geometry, channels_first
 
@@ -136,6 +138,7 @@ def _put(g, out):
 class AveragePool(Function):
     """Mean over windows, one spatial axis at a time; with "same" padding, divides by the count
     of real (unpadded) elements."""
+    half_in_float32 = "always"
 
     def __init__(self, geometry, channels_first):
         self.geometry, self.channels_first = geometry, channels_first

@@ -18,6 +18,7 @@ class _Projection(Function):
     """``y = x @ kernel (+ bias)``, contracting the last ``n_in`` axes of ``x`` with the first
     ``n_in`` axes of ``kernel``, as one 2-D GEMM; the bias (shaped like the new axes) is added
     in place. Backward: one GEMM each for ``x`` and ``kernel``, one column sum for ``bias``."""
+    half_in_float32 = "cpu"
 
     def __init__(self, n_in):
         self.n_in = n_in

@@ -45,6 +45,7 @@ class _Recurrence(Function):
     one), then the final states when ``return_state``; the public functions slice it.
     Internally arrays are ``(time, rows, batch)``, see the module docstring.
     """
+    half_in_float32 = "cpu"
 
     n_states = 1
     n_gates = 1

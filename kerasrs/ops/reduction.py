@@ -32,6 +32,7 @@ class Prod(Function):
     """Product over axes. The gradient of each factor is the product of all the others, from
     exclusive cumulative products from the left and the right (no division, so it is exact
     with zeros in the input: one zero leaves a gradient only at the zero, two zeros none)."""
+    half_in_float32 = "always"
 
     def __init__(self, axis, keepdims):
         self.axis, self.keepdims = axis, keepdims
@@ -69,6 +70,7 @@ def prod(x, axis=None, keepdims=False, dtype=None):
 # -- variance and standard deviation -----------------------------------------------------------
 class Var(Function):
     """Population variance (``ddof=0``, as Keras) or, with ``std=True``, its square root."""
+    half_in_float32 = "always"
 
     def __init__(self, axis, keepdims, std=False):
         self.axis, self.keepdims, self.std = axis, keepdims, std
@@ -128,6 +130,8 @@ def moments(x, axes, keepdims=False, synchronized=False):
 
 # -- cumsum and logsumexp ----------------------------------------------------------------------
 class CumSum(Function):
+    half_in_float32 = "always"
+
     def __init__(self, axis):
         self.axis = axis
 
@@ -151,6 +155,8 @@ def cumsum(x, axis=None, dtype=None):
 
 
 class LogSumExp(Function):
+    half_in_float32 = "always"
+
     def __init__(self, axis, keepdims):
         self.axis, self.keepdims = axis, keepdims
 
@@ -184,6 +190,7 @@ class VectorNorm(Function):
 
     At the zero vector the gradient is 0 (a subgradient), never NaN.
     """
+    half_in_float32 = "always"
 
     def __init__(self, p, axes, keepdims):
         self.p, self.axes, self.keepdims = p, axes, keepdims

@@ -12,6 +12,7 @@ from kerasrs.optimizers.adam import Adam, AdamW
 from kerasrs.optimizers.adamax import Adamax
 from kerasrs.optimizers.base import Optimizer
 from kerasrs.optimizers.lion import Lion
+from kerasrs.optimizers.loss_scale_optimizer import LossScaleOptimizer
 from kerasrs.optimizers.nadam import Nadam
 from kerasrs.optimizers.rmsprop import RMSprop
 from kerasrs.optimizers.sgd import SGD
@@ -21,6 +22,7 @@ from kerasrs.optimizers.routing import MultiOptimizer, OptimizerMap
 ALL_OBJECTS = (SGD, RMSprop, Adam, AdamW, Adagrad, Adadelta, Adamax, Nadam, Lion, Ftrl,
                Adafactor, Lamb, Muon, ScheduleFreeAdamW)
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OBJECTS}
+_BY_NAME_DESERIALIZE = {**_BY_NAME, "lossscaleoptimizer": LossScaleOptimizer}
 
 
 def serialize(optimizer):
@@ -45,11 +47,13 @@ def deserialize(config, custom_objects=None):
         raise ValueError("optimizers.deserialize: expected a dict with 'class_name' and 'config'."
                          f" Received: {config!r}")
     name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or _BY_NAME.get(name.lower()) or \
+    cls = (custom_objects or {}).get(name) or _BY_NAME_DESERIALIZE.get(name.lower()) or \
         {"multioptimizer": MultiOptimizer}.get(name.lower())
     if cls is None:
         raise ValueError(f"optimizers.deserialize: unknown optimizer {name!r}; known: "
                          f"{sorted(c.__name__ for c in ALL_OBJECTS)}. Received: {config!r}")
+    if cls is LossScaleOptimizer:
+        return cls.from_config(config.get("config", {}), custom_objects)
     return cls.from_config(config.get("config", {}))
 
 
@@ -76,4 +80,4 @@ def get(identifier):
 
 __all__ = ["Optimizer", "SGD", "RMSprop", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax",
            "Nadam", "Lion", "Ftrl", "Adafactor", "Lamb", "Muon", "ScheduleFreeAdamW", "schedules",
-           "MultiOptimizer", "OptimizerMap", "get", "serialize", "deserialize"]
+           "MultiOptimizer", "LossScaleOptimizer", "OptimizerMap", "get", "serialize", "deserialize"]

@@ -8,6 +8,7 @@ file systems.
 """
 
 import contextlib
+import errno
 import os
 import tempfile
 
@@ -51,8 +52,9 @@ def atomic_write(filepath, overwrite=True, who="save"):
     """
     target = check_target(filepath, overwrite, who)
     folder, name = os.path.split(target)
+    remove_stale_temporaries(folder, name)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".tmp", dir=folder)
     except OSError as e:
         raise _user_error(e, who, filepath, f"creating a file in the folder {folder!r} "
                           "failed") from e
@@ -61,7 +63,7 @@ def atomic_write(filepath, overwrite=True, who="save"):
         try:
             yield tmp
         except OSError as e:
-            if tmp not in str(e):
+            if tmp not in str(e) and not _disk_full(e):
                 raise
             raise _user_error(e, who, filepath, "writing the file failed") from e
         try:
@@ -78,6 +80,44 @@ def atomic_write(filepath, overwrite=True, who="save"):
             os.unlink(tmp)
         raise
     _fsync_folder(folder)
+
+
+def remove_stale_temporaries(folder, name):
+    """Delete the hidden temporary files that killed saves of ``name`` left in ``folder``.
+
+    A temporary file is named ``.<name>.<pid>.<random>.tmp``; it is stale when process ``pid``
+    no longer runs (a save in progress in a live process is left alone). Files of the older
+    ``.<name>.<random>.tmp`` form, written before the pid was recorded, are stale too.
+    """
+    prefix = f".{name}."
+    try:
+        entries = [e for e in os.listdir(folder) if e.startswith(prefix) and e.endswith(".tmp")]
+    except OSError:
+        return
+    for entry in entries:
+        parts = entry[len(prefix):-len(".tmp")].split(".")
+        if len(parts) == 2 and parts[0].isdigit() and _process_alive(int(parts[0])):
+            continue
+        if len(parts) > 2:
+            continue  # not one of ours
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, entry))
+
+
+def _process_alive(pid):
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. PermissionError: it exists, owned by someone else
+        return True
+    return True
+
+
+def _disk_full(error):
+    return error.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(error)
 
 
 def _user_error(error, who, filepath, what):

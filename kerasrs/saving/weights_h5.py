@@ -152,8 +152,9 @@ def walk(model, include_optimizer=True):
 def _children(obj, include_optimizer):
     from kerasrs.layers.base import Layer
 
-    if not isinstance(obj, Layer):
-        return []
+    if not isinstance(obj, Layer):  # a LossScaleOptimizer's inner optimizer has a group too
+        inner = getattr(obj, "inner_optimizer", None)
+        return [("inner_optimizer", inner)] if inner is not None else []
     out = [("layers", obj.layers)] if _is_graph_model(obj) else []
     aliases = {private: public for private, public in
                _KERAS_PUBLIC_ALIASES.get(type(obj).__name__, {}).items()
