@@ -17,7 +17,7 @@ class DataParallel:
     ``keras.distribution.DataParallel``, built on mpi4py).
 
     Every process holds the whole model and gets the same data. In ``fit``, every process
-    takes rank 0's NumPy global random state at the start of each epoch, so arrays and
+    takes rank 0's shuffling generator state at the start of each epoch, so arrays and
     `PyDataset`s are shuffled alike (a generator or iterable must yield the same batches on
     every process); each process takes a contiguous shard of every global batch of
     ``batch_size`` samples (a padded last batch included), computes the gradient of its mean
@@ -170,10 +170,11 @@ class DataParallel:
         return bool(self.comm.allreduce(bool(flag), op=self._mpi.LOR))
 
     def begin_epoch(self):
-        """Give every process rank 0's NumPy global random state, so that the shuffled order of
-        the epoch (drawn from it) is the same everywhere."""
-        np.random.set_state(self.comm.bcast(np.random.get_state() if self.is_chief else None,
-                                            root=0))
+        """Give every process rank 0's state of the generator fit shuffles with (the NumPy
+        backend's, seeded by `kerasrs.backend.set_seed`), so that the shuffled order of the
+        epoch is the same everywhere."""
+        bits = backend_module.get("numpy").rng.bit_generator
+        bits.state = self.comm.bcast(bits.state if self.is_chief else None, root=0)
 
     def shard_step(self, batch):
         """This process's part of one fit batch ``(x, y, sample_weight[, real_rows])``; for a

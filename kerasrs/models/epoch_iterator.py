@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from kerasrs import autodiff
+from kerasrs import backend as backend_module
 from kerasrs.models import data_adapter, py_dataset
 
 ACCEPTED = ("NumPy arrays (or lists/dicts of arrays), a kerasrs.utils.PyDataset, a Python "
@@ -138,7 +139,7 @@ class PyDatasetAdapter(Adapter):
         if n is None:
             indices = itertools.count()
         else:
-            indices = np.random.permutation(n).tolist() if self.shuffle else range(n)
+            indices = _shuffle_rng().permutation(n).tolist() if self.shuffle else range(n)
         workers, use_multiprocessing, queue = self.options
         if workers > 1 or use_multiprocessing:
             loaded = py_dataset.prefetch(self.dataset, indices, workers, use_multiprocessing,
@@ -360,3 +361,8 @@ class EpochIterator:
         if self._pass is not None:
             self._pass.close()
             self._pass = None
+
+
+def _shuffle_rng():
+    """The generator fit shuffles with: the NumPy backend's, seeded by `backend.set_seed`."""
+    return backend_module.get("numpy").rng
