@@ -1,4 +1,5 @@
-"""User-facing utilities with Keras's names: seeding and label encoding."""
+"""User-facing utilities with Keras's names: seeding, label encoding and data (`PyDataset`,
+`split_dataset`)."""
 
 import random
 
@@ -6,6 +7,8 @@ import numpy as np
 
 from kerasrs import backend
 from kerasrs.models.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight  # noqa: F401
+from kerasrs.models.data_adapter import split_dataset  # noqa: F401
+from kerasrs.models.py_dataset import PyDataset, Sequence  # noqa: F401
 
 
 def set_random_seed(seed):

@@ -88,6 +88,17 @@ SAMPLES = {  # class name -> (constructor kwargs or a callable returning them, i
     "Bidirectional": (lambda: {"layer": layers.LSTM(3)}, (2, 5, 4)),
     "TimeDistributed": (lambda: {"layer": layers.Dense(2)}, (2, 5, 4)),
     "MultiHeadAttention": ({"num_heads": 2, "key_dim": 3}, ("call", (2, 4, 5), (2, 6, 5))),
+    "Normalization": ({"mean": [0.0, 1.0, 2.0], "variance": [1.0, 2.0, 3.0]}, (2, 3)),
+    "Discretization": ({"bin_boundaries": [-0.5, 0.5]}, (2, 3)),
+    "CategoryEncoding": ({"num_tokens": 10, "output_mode": "count"}, ("int", (2, 5))),
+    "IntegerLookup": ({"vocabulary": [1, 2, 3]}, ("int", (2, 5))),
+    "Hashing": ({"num_bins": 4}, None),  # calls need pyfarmhash: tests/layers cover them
+    "StringLookup": ({"vocabulary": ["a", "b"]}, None),
+    "Resizing": ({"height": 3, "width": 2}, IMG), "CenterCrop": ({"height": 3, "width": 2}, IMG),
+    "RandomCrop": ({"height": 3, "width": 2, "seed": 1}, IMG), "RandomFlip": ({"seed": 1}, IMG),
+    "RandomRotation": ({"factor": 0.1}, IMG), "RandomZoom": ({"height_factor": 0.2}, IMG),
+    "RandomTranslation": ({"height_factor": 0.1, "width_factor": 0.1}, IMG),
+    "RandomContrast": ({"factor": 0.2}, IMG), "RandomBrightness": ({"factor": 0.2}, IMG),
 }
 _ABSTRACT = {"Merge", "Model", "Sequential", "Functional"}
 
