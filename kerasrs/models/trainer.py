@@ -48,6 +48,8 @@ class Trainer:
         self._output_names_cache = None
         self._train_variables = self._loss_layers = None
 
+    _fit_distribution = None  # a kerasrs.distribution.DataParallel, set by fit while training
+
     # -- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
                 weighted_metrics=None, run_eagerly=None, steps_per_execution=1, jit_compile="auto",
@@ -146,7 +148,14 @@ class Trainer:
 
     def get_metrics_result(self):
         """``{name: value}`` for every tracker in `metrics` (Python floats, keys sorted; the
-        compiled metrics' dict is merged in)."""
+        compiled metrics' dict is merged in). In a data-parallel ``fit`` the states are summed
+        over the processes first."""
+        if self._fit_distribution is not None:
+            with self._fit_distribution.global_metric_states(self.metrics):
+                return self._local_metrics_result()
+        return self._local_metrics_result()
+
+    def _local_metrics_result(self):
         logs = {}
         for metric in self.metrics:
             result = metric.result()
@@ -241,12 +250,16 @@ class Trainer:
         forward pass runs on the whole batch, the loss on the real rows only. Returns
         ``(y_pred, y, sample_weight)`` of the rows that count."""
         optimizer = self.optimizer
+        dist = self._fit_distribution
         with autodiff.GradientTape() as tape:
+            # a data-parallel process without samples in this step still joins the allreduce;
+            # in inference mode no layer updates its statistics from the empty batch
+            training = dist is None or (_batch_size(x) if real is None else real) > 0
             if real is None:
-                y_pred = self(x, training=True)
+                y_pred = self(x, training=training)
             else:
                 with padding.real_rows(real, _batch_size(x)):
-                    y_pred = self(x, training=True)
+                    y_pred = self(x, training=training)
                 x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))
                                        for s in (x, y, sample_weight))
                 y_pred = _first_rows(y_pred, real)
@@ -258,7 +271,8 @@ class Trainer:
         if variables is None:
             variables = self._train_variables = self.trainable_weights
         if variables:
-            grads = tape.gradient(scaled, variables)
+            grads = tape.gradient(scaled, variables) if dist is None else \
+                dist.gradients(self, tape, scaled, variables, _batch_size(x))
             optimizer.apply(grads, variables)
             for v in variables:
                 if getattr(v, "constraint", None) is not None:
@@ -386,10 +400,14 @@ class Trainer:
         from kerasrs.models import fit_loop
 
         self._require_compiled("fit")
-        return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
-                            validation_data, shuffle, class_weight, sample_weight, initial_epoch,
-                            steps_per_epoch, validation_steps, validation_batch_size,
-                            validation_freq, pad_last_batch)
+        epochs, steps_per_epoch = _apply_config_caps(epochs, steps_per_epoch)
+        try:
+            return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks,
+                                validation_split, validation_data, shuffle, class_weight,
+                                sample_weight, initial_epoch, steps_per_epoch, validation_steps,
+                                validation_batch_size, validation_freq, pad_last_batch)
+        finally:
+            self._fit_distribution = None  # data-parallel fit is over, even after an error
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -430,8 +448,12 @@ class Trainer:
         test_step, custom = self._step_function("test")
         callbacks.on_test_begin()
         hooks = callbacks.wants_batch_hooks("test")
+        if self._fit_distribution is not None:  # data-parallel validation: all in step
+            hooks = self._fit_distribution.any(hooks)
         logs = None
-        for step, (x, y, sample_weight) in enumerate(batches.epoch()):
+        for step, batch in enumerate(batches.epoch()):
+            x, y, sample_weight = batch if self._fit_distribution is None else \
+                self._fit_distribution.shard_batch(batch)  # data-parallel validation
             if hooks:
                 callbacks.on_test_batch_begin(step)
             out = test_step(x, y, sample_weight)
@@ -559,16 +581,19 @@ def _to_tensors(struct):
 
 
 def _scalar(value, what):
-    """A loss value as a Python float (for the loss mean).
+    """A loss value as a Python float (for the loss mean). An unreduced loss (a `Loss` with
+    ``reduction=None`` in ``compile``) counts as the mean of its values, as Keras's loss
+    tracker reports it; its gradient is that of the sum (the tape seeds with ones, as
+    TensorFlow does for a non-scalar target).
 
     Raises:
-        ValueError: if ``value`` is not a single number.
+        ValueError: if ``value`` is empty.
     """
     raw = getattr(value, "data", value)
-    if getattr(raw, "size", 1) != 1:
-        raise ValueError(f"Model: `{what}` must return a scalar loss. Received: a value of "
+    if getattr(raw, "size", 1) == 0:
+        raise ValueError(f"Model: `{what}` returned an empty loss. Received: a value of "
                          f"shape {tuple(raw.shape)}")
-    return float(raw)
+    return float(raw.mean()) if getattr(raw, "size", 1) != 1 else float(raw)
 
 
 def _first_rows(outputs, count):
@@ -614,3 +639,15 @@ def _with_class_weight(y, sample_weight, class_weight):
         return weights
     return np.asarray(sample_weight, dtype=np.float32).reshape(len(weights), -1)[:, 0] * weights
 
+
+def _apply_config_caps(epochs, steps_per_epoch):
+    """``epochs`` and ``steps_per_epoch`` limited by ``kerasrs.config.set_max_epochs`` /
+    ``set_max_steps_per_epoch`` (Keras's caps for quick runs)."""
+    from kerasrs.backend import settings
+
+    if settings.max_epochs() is not None and isinstance(epochs, int):
+        epochs = min(epochs, settings.max_epochs())
+    cap = settings.max_steps_per_epoch()
+    if cap is not None:
+        steps_per_epoch = cap if steps_per_epoch is None else min(steps_per_epoch, cap)
+    return epochs, steps_per_epoch

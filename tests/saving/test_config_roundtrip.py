@@ -212,7 +212,17 @@ def test_loss_config_round_trip(cls):
 
 METRIC_ARGS = {"AUC": {"num_thresholds": 50, "curve": "PR"}, "Precision": {"thresholds": 0.3},
                "Recall": {"top_k": 2}, "TopKCategoricalAccuracy": {"k": 3},
-               "SparseTopKCategoricalAccuracy": {"k": 2}, "BinaryAccuracy": {"threshold": 0.7}}
+               "SparseTopKCategoricalAccuracy": {"k": 2}, "BinaryAccuracy": {"threshold": 0.7},
+               "IoU": {"num_classes": 3, "target_class_ids": [0, 2]},
+               "MeanIoU": {"num_classes": 3}, "OneHotIoU": {"num_classes": 3,
+                                                            "target_class_ids": [1]},
+               "OneHotMeanIoU": {"num_classes": 4}, "BinaryIoU": {"threshold": 0.3},
+               "SensitivityAtSpecificity": {"specificity": 0.4},
+               "SpecificityAtSensitivity": {"sensitivity": 0.6},
+               "PrecisionAtRecall": {"recall": 0.7}, "RecallAtPrecision": {"precision": 0.2},
+               "FBetaScore": {"beta": 2.0, "average": "macro"}, "R2Score": {"num_regressors": 1},
+               "F1Score": {"threshold": 0.4}, "FalsePositives": {"thresholds": [0.2, 0.6]},
+               "CategoricalCrossentropy": {"label_smoothing": 0.1}}
 
 
 @pytest.mark.parametrize("cls", metrics.ALL_OBJECTS, ids=lambda c: c.__name__)
@@ -227,12 +237,15 @@ def test_initializer_config_round_trip(name):
             "Orthogonal": {"gain": 2.0, "seed": 3}, "Identity": {"gain": 0.5}}
     obj = cls(**args.get(cls.__name__, {}))
     again = _round_trip(obj)
+    shape = (4, 1, 3) if cls.__name__ == "STFT" else (3, 3)  # STFT kernels are 3-D
     if not getattr(obj, "seed", 0) is None:
-        np.testing.assert_array_equal(again((3, 3)), obj((3, 3)))
+        np.testing.assert_array_equal(again(shape), obj(shape))
 
 
 @pytest.mark.parametrize("obj", [regularizers.L1(0.3), regularizers.L2(0.2),
-                                 regularizers.L1L2(0.1, 0.4)], ids=lambda o: type(o).__name__)
+                                 regularizers.L1L2(0.1, 0.4),
+                                 regularizers.OrthogonalRegularizer(0.2, "columns")],
+                         ids=lambda o: type(o).__name__)
 def test_regularizer_config_round_trip(obj):
     again = _round_trip(obj)
     w = kerasrs.Variable(np.array([[1.0, -2.0]], "float32"))
