@@ -254,7 +254,7 @@ def test_layer_norm_float64_statistics(backend, rng):
 
 
 # -- optimizers -------------------------------------------------------------------------------------
-SHAPES = [(1,), (7, 3), (129,), (2, 3, 5)]
+SHAPES = [(1,), (7, 3), (129,), (2, 3, 5), (181, 183)]  # the last runs on threads
 
 
 def _vars(backend, rng):
