@@ -16,6 +16,7 @@ subclass's bases, so the model is a ``MyModel`` and a `Functional` at once.
 import numpy as np
 
 from kerasrs import autodiff
+from kerasrs.layers import base as base_layer
 from kerasrs.layers.base import Layer
 from kerasrs.models import summary as summary_module
 from kerasrs.models import trainer
@@ -42,7 +43,7 @@ class Model(trainer.Trainer, Layer):
             from kerasrs.models.functional import Functional
 
             return object.__new__(Functional)
-        return object.__new__(cls)
+        return Layer.__new__(cls, *args, **kwargs)
 
     def __init__(self, *args, **kwargs):
         if _functional_init_arguments(args, kwargs):
@@ -157,15 +158,21 @@ class Model(trainer.Trainer, Layer):
     # -- saving: implemented in kerasrs.saving (imported here lazily: saving sits above models) --
     def save(self, filepath, overwrite=True, **kwargs):
         """Save architecture, weights, compile settings and optimizer state to ``.keras`` or
-        ``.h5`` (see `kerasrs.saving.save_model`)."""
-        from kerasrs import saving
+        ``.h5`` (see `kerasrs.saving.save_model`). Under a `kerasrs.distribution.DataParallel`
+        only rank 0 writes (the processes hold the same weights)."""
+        from kerasrs import distribution, saving
 
+        if not distribution.for_fit().is_chief:
+            return
         saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def save_weights(self, filepath, overwrite=True):
-        """Save the weights to a Keras 3 ``.weights.h5`` file (`kerasrs.saving.save_weights`)."""
-        from kerasrs import saving
+        """Save the weights to a Keras 3 ``.weights.h5`` file (`kerasrs.saving.save_weights`);
+        only rank 0 writes under a `kerasrs.distribution.DataParallel`."""
+        from kerasrs import distribution, saving
 
+        if not distribution.for_fit().is_chief:
+            return
         saving.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False, by_name=False, **kwargs):
@@ -226,3 +233,6 @@ def _zeros_like_shape(shape, dtype):
     if isinstance(shape, list) and shape and isinstance(shape[0], (list, tuple)):
         return [_zeros_like_shape(s, dtype) for s in shape]
     return np.zeros(tuple(1 if d is None else d for d in shape), dtype=dtype)
+
+
+base_layer._BASE_GET_CONFIGS.add(Model.get_config)
