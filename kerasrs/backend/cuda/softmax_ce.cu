@@ -1,0 +1,72 @@
+// Fused softmax cross-entropy, forward and backward; one block per row of `logits` (n, c).
+// Twin: Backend.softmax_cross_entropy / softmax_cross_entropy_grad (kerasrs/backend/base.py).
+//
+// Forward: lse = max + log(sum(exp(x - max))) (log-sum-exp, each sum a block reduction),
+// probs = exp(x - lse), loss = lse - x[label] (sparse) or -sum(t * (x - lse)) (dense).
+// Backward: dloss/dx = gloss * (sum(t) * probs - t), with t one-hot for sparse labels.
+
+// Row statistics shared by both label kinds: the row's log-sum-exp, probs written.
+template <typename T>
+__device__ T kr_row_softmax(const T* x, T* probs, int c, T* buf) {
+  T m = -kr_inf<T>();
+  for (int j = threadIdx.x; j < c; j += blockDim.x) m = kr_max_op()(m, x[j]);
+  m = kr_block_reduce(m, buf, kr_max_op());
+  if (m == -kr_inf<T>()) m = (T)0;  // all -inf: keep exp finite, lse becomes -inf below
+  T s = (T)0;
+  for (int j = threadIdx.x; j < c; j += blockDim.x) s += kr_exp(x[j] - m);
+  s = kr_block_reduce(s, buf, kr_sum_op());
+  const T lse = m + kr_log(s);
+  for (int j = threadIdx.x; j < c; j += blockDim.x) probs[j] = kr_exp(x[j] - lse);
+  return lse;
+}
+
+template <typename T>
+__global__ void softmax_ce_sparse_fwd(const T* logits, const int* labels, T* loss, T* probs,
+                                      int n, int c) {
+  __shared__ T buf[KR_MAX_BLOCK];
+  const long long row = blockIdx.x;
+  const T lse = kr_row_softmax(logits + row * c, probs + row * c, c, buf);
+  if (threadIdx.x == 0) {
+    const int k = labels[row];
+    // An id outside [0, c) gives NaN rather than a read out of bounds (the op checks ids first).
+    loss[row] = (k >= 0 && k < c) ? lse - logits[row * c + k] : kr_nan<T>();
+  }
+}
+
+template <typename T>
+__global__ void softmax_ce_dense_fwd(const T* logits, const T* labels, T* loss, T* probs,
+                                     int n, int c) {
+  __shared__ T buf[KR_MAX_BLOCK];
+  const long long row = blockIdx.x;
+  const T* x = logits + row * c;
+  const T* t = labels + row * c;
+  const T lse = kr_row_softmax(x, probs + row * c, c, buf);
+  T s = (T)0;
+  for (int j = threadIdx.x; j < c; j += blockDim.x) s += t[j] * (lse - x[j]);
+  s = kr_block_reduce(s, buf, kr_sum_op());
+  if (threadIdx.x == 0) loss[row] = s;
+}
+
+template <typename T>
+__global__ void softmax_ce_sparse_bwd(const T* probs, const int* labels, const T* gloss,
+                                      T* glogits, int n, int c) {
+  const long long row = blockIdx.x;
+  const T g = gloss[row];
+  const int k = labels[row];
+  for (int j = threadIdx.x; j < c; j += blockDim.x)
+    glogits[row * c + j] = g * (probs[row * c + j] - (j == k ? (T)1 : (T)0));
+}
+
+template <typename T>
+__global__ void softmax_ce_dense_bwd(const T* probs, const T* labels, const T* gloss,
+                                     T* glogits, int n, int c) {
+  __shared__ T buf[KR_MAX_BLOCK];
+  const long long row = blockIdx.x;
+  const T* t = labels + row * c;
+  T s = (T)0;
+  for (int j = threadIdx.x; j < c; j += blockDim.x) s += t[j];
+  s = kr_block_reduce(s, buf, kr_sum_op());
+  const T g = gloss[row];
+  for (int j = threadIdx.x; j < c; j += blockDim.x)
+    glogits[row * c + j] = g * (s * probs[row * c + j] - t[j]);
+}
