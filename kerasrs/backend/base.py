@@ -1,5 +1,6 @@
 """The interface every backend implements: an array module, dtypes, an RNG and named kernels."""
 
+import itertools
 import math
 
 import numpy as np
@@ -166,8 +167,447 @@ class Backend:
         self.scatter_add(out, flat[valid], rows[valid])
         return out
 
+    # -- named fused kernels (see KERNELS.md): the plain xp compositions below are the reference
+    # twins; NumpyBackend and CupyBackend override them with fused versions tested against these.
+    # Arrays may be non-contiguous; outputs are new arrays unless an ``out`` is passed.
+    def bias_act(self, x, bias, activation="linear", out=None):
+        """``activation(x + bias)`` over rows: the epilogue of a Dense/conv GEMM.
+
+        Args:
+            x: ``(n, c)`` float array (channels last).
+            bias: ``(c,)`` array or None (no bias).
+            activation: "linear", "relu", "sigmoid" or "tanh".
+            out: optional ``(n, c)`` array for the result; may be ``x`` itself (in place).
+
+        Returns:
+            ``y``, shape ``(n, c)``, dtype of ``x``.
+
+        Raises:
+            ValueError: for another activation name.
+        """
+        xp = self.xp
+        if activation not in _BIAS_ACTIVATIONS:
+            raise ValueError(f"bias_act: activation must be one of {_BIAS_ACTIVATIONS}. "
+                             f"Received: activation={activation!r}")
+        y = x if bias is None else x + bias
+        if activation == "relu":
+            y = xp.maximum(y, 0)
+        elif activation == "sigmoid":
+            y = self.sigmoid(y)
+        elif activation == "tanh":
+            y = xp.tanh(y)
+        y = y.astype(x.dtype, copy=False)
+        if out is None:
+            return y.copy() if y is x else y
+        out[...] = y
+        return out
+
+    def bias_act_grad(self, y, gy, activation="linear", need_bias=True, out=None):
+        """Backward of `bias_act`, with the activation's derivative taken from its output ``y``.
+
+        Args:
+            y: ``(n, c)`` output of `bias_act`.
+            gy: ``(n, c)`` gradient of ``y``.
+            activation: as in `bias_act` (relu'(0) = 0; sigmoid' = y (1 - y); tanh' = 1 - y**2).
+            need_bias: whether to return the bias gradient (the column sums of ``gx``).
+            out: optional ``(n, c)`` array for ``gx``; may be ``gy`` itself.
+
+        Returns:
+            ``(gx, gbias)``: ``gx (n, c)`` the gradient of the pre-activation ``x + bias``,
+            ``gbias (c,)`` (None when not ``need_bias``).
+        """
+        xp = self.xp
+        if activation == "relu":
+            gx = gy * (y > 0)
+        elif activation == "sigmoid":
+            gx = gy * (y * (1 - y))
+        elif activation == "tanh":
+            gx = gy * (1 - y * y)
+        elif activation == "linear":
+            gx = gy.copy()
+        else:
+            raise ValueError(f"bias_act_grad: activation must be one of {_BIAS_ACTIVATIONS}. "
+                             f"Received: activation={activation!r}")
+        gx = gx.astype(gy.dtype, copy=False)
+        if out is not None:
+            out[...] = gx
+            gx = out
+        gbias = gx.sum(axis=0) if need_bias else None
+        return gx, gbias
+
+    def im2col(self, x, window, strides, dilation, padding, out=None):
+        """Column matrix of all windows of a zero-padded channels-last input.
+
+        Args:
+            x: ``(n, *spatial, c)`` array (1, 2 or 3 spatial axes; 1-D convolutions may pass
+                ``H = 1``).
+            window, strides, dilation: tuples with one int per spatial axis.
+            padding: tuple of ``(before, after)`` zero-padding pairs, one per spatial axis.
+            out: optional reused buffer of the result's shape and dtype.
+
+        Returns:
+            ``(n * prod(out_spatial), prod(window) * c)``: row ``(b, *o)`` holds the window at
+            output position ``o`` of sample ``b``, window positions row-major, channels fastest
+            (so it multiplies a kernel ``(*window, c, filters)`` reshaped to 2-D). The output size
+            per axis is ``(n_pad - ((k - 1) * d + 1)) // s + 1``.
+        """
+        xp = self.xp
+        xpad = xp.pad(x, ((0, 0), *padding, (0, 0)))
+        outs = _window_out(xpad.shape[1:-1], window, strides, dilation)
+        cols = xp.empty((x.shape[0], *outs, *window, x.shape[-1]), x.dtype)
+        for pos in itertools.product(*(range(k) for k in window)):
+            src = tuple(slice(p * d, p * d + s * (o - 1) + 1, s)
+                        for p, d, s, o in zip(pos, dilation, strides, outs))
+            cols[(slice(None),) * (1 + len(window)) + pos] = xpad[(slice(None), *src)]
+        cols = cols.reshape(-1, math.prod(window) * x.shape[-1])
+        if out is None:
+            return cols
+        out[...] = cols
+        return out
+
+    def col2im(self, cols, x_shape, window, strides, dilation, padding):
+        """Adjoint of `im2col`: each column entry is added back to the input element it came
+        from (entries that came from padding are dropped).
+
+        Args:
+            cols: ``(n * prod(out_spatial), prod(window) * c)``, laid out as `im2col` writes.
+            x_shape: ``(n, *spatial, c)``, the unpadded input's shape.
+            window, strides, dilation, padding: as in `im2col`.
+
+        Returns:
+            ``(n, *spatial, c)`` array of ``cols``'s dtype.
+        """
+        xp = self.xp
+        padded = tuple(n + b + a for n, (b, a) in zip(x_shape[1:-1], padding))
+        outs = _window_out(padded, window, strides, dilation)
+        c6 = cols.reshape(x_shape[0], *outs, *window, x_shape[-1])
+        gx = xp.zeros((x_shape[0], *padded, x_shape[-1]), cols.dtype)
+        for pos in itertools.product(*(range(k) for k in window)):
+            dst = tuple(slice(p * d, p * d + s * (o - 1) + 1, s)
+                        for p, d, s, o in zip(pos, dilation, strides, outs))
+            gx[(slice(None), *dst)] += c6[(slice(None),) * (1 + len(window)) + pos]
+        inner = tuple(slice(b, b + n) for n, (b, _) in zip(x_shape[1:-1], padding))
+        return gx[(slice(None), *inner)]
+
+    def max_pool(self, x, pool_size, strides, padding):
+        """Max over windows of a channels-last input; padding never wins (it is ``-inf``).
+
+        Args:
+            x: ``(n, *spatial, c)`` float array.
+            pool_size, strides: tuples, one int per spatial axis.
+            padding: tuple of ``(before, after)`` pairs, one per spatial axis.
+
+        Returns:
+            ``(y, argmax)``: ``y (n, *out_spatial, c)``; ``argmax`` int32 of ``y``'s shape, the
+            winner's flat index into ``x[b].ravel()`` (within its sample ``b``). Ties go to the
+            first window position in row-major order.
+        """
+        xp = self.xp
+        n, c = x.shape[0], x.shape[-1]
+        xpad = xp.pad(x, ((0, 0), *padding, (0, 0)), constant_values=-xp.inf)
+        flat = xp.arange(math.prod(x.shape[1:]), dtype=np.int32).reshape(x.shape[1:])
+        fpad = xp.pad(flat, (*padding, (0, 0)), constant_values=-1)
+        outs = _window_out(xpad.shape[1:-1], pool_size, strides, (1,) * len(pool_size))
+        y = xp.full((n, *outs, c), -xp.inf, x.dtype)
+        argmax = xp.zeros((n, *outs, c), np.int32)
+        for pos in itertools.product(*(range(k) for k in pool_size)):
+            src = tuple(slice(p, p + s * (o - 1) + 1, s) for p, s, o in zip(pos, strides, outs))
+            part = xpad[(slice(None), *src)]
+            better = part > y
+            y = xp.where(better, part, y)
+            argmax = xp.where(better, fpad[src], argmax)
+        return y, argmax.astype(np.int32)
+
+    def max_pool_grad(self, gy, argmax, x_shape):
+        """Backward of `max_pool`: each ``gy`` element is added to its window's winner.
+
+        Args:
+            gy: ``(n, *out_spatial, c)`` gradient of the pooled output.
+            argmax: int32 indices from `max_pool`.
+            x_shape: the pooled input's shape ``(n, *spatial, c)``.
+
+        Returns:
+            ``(n, *spatial, c)`` array of ``gy``'s dtype (overlapping windows add up).
+        """
+        xp = self.xp
+        n = x_shape[0]
+        gx = xp.zeros((n, math.prod(x_shape[1:])), gy.dtype)
+        rows = xp.broadcast_to(xp.arange(n)[:, None], (n, argmax[0].size))
+        self.scatter_add(gx, (rows, argmax.reshape(n, -1)), gy.reshape(n, -1))
+        return gx.reshape(x_shape)
+
+    def layer_norm(self, x, gamma, beta, epsilon):
+        """Layer normalization of each row (Ba et al. 2016): ``(x - mean) * rstd * gamma + beta``.
+
+        Args:
+            x: ``(n, d)`` float array (normalized over the last axis).
+            gamma, beta: ``(d,)`` arrays or None (scale 1 / offset 0).
+            epsilon: float added to the biased variance.
+
+        Returns:
+            ``(y, mean, rstd)``: ``y (n, d)`` of ``x``'s dtype; ``mean`` and ``rstd =
+            1 / sqrt(var + epsilon)``, both ``(n,)`` in float32 (float64 for float64 ``x``).
+        """
+        xp = self.xp
+        stat = np.float64 if x.dtype == np.float64 else np.float32
+        xs = x.astype(stat)
+        mean = xs.mean(axis=1)
+        xc = xs - mean[:, None]
+        rstd = 1 / xp.sqrt((xc * xc).mean(axis=1) + stat(epsilon))
+        y = xc * rstd[:, None]
+        if gamma is not None:
+            y = y * gamma
+        if beta is not None:
+            y = y + beta
+        return y.astype(x.dtype), mean, rstd
+
+    def layer_norm_grad(self, gy, x, gamma, mean, rstd):
+        """Backward of `layer_norm`.
+
+        With ``xhat = (x - mean) * rstd`` and ``g = gy * gamma``:
+        ``gx = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat))``.
+
+        Args:
+            gy: ``(n, d)`` gradient of ``y``.
+            x: ``(n, d)`` the forward input.
+            gamma: ``(d,)`` or None.
+            mean, rstd: ``(n,)`` from `layer_norm`.
+
+        Returns:
+            ``(gx, ggamma, gbeta)``: ``gx (n, d)`` of ``gy``'s dtype; ``ggamma = sum_i gy *
+            xhat`` and ``gbeta = sum_i gy``, both ``(d,)``.
+        """
+        stat = mean.dtype.type
+        xhat = (x.astype(stat) - mean[:, None]) * rstd[:, None]
+        g32 = gy.astype(stat)
+        g = g32 if gamma is None else g32 * gamma
+        gx = rstd[:, None] * (g - g.mean(axis=1, keepdims=True)
+                              - xhat * (g * xhat).mean(axis=1, keepdims=True))
+        ggamma = (g32 * xhat).sum(axis=0).astype(gy.dtype)
+        gbeta = g32.sum(axis=0).astype(gy.dtype)
+        return gx.astype(gy.dtype), ggamma, gbeta
+
+    def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
+                    weight_decay=0.0, v_hats=None):
+        """One Adam/AdamW step over lists of arrays, in place (Kingma & Ba 2015, Algorithm 1,
+        "epsilon hat" form; AdamW's decoupled decay from Loshchilov & Hutter 2019), Keras 3's
+        rule::
+
+            w = w - w * weight_decay * lr                       (if weight_decay)
+            m = m + (1 - beta_1) * (g - m)
+            v = v + (1 - beta_2) * (g**2 - v)
+            v_hat = max(v_hat, v); v = v_hat                    (amsgrad: if v_hats given)
+            w = w - alpha * m / (sqrt(v) + epsilon),  alpha = lr * sqrt(1 - beta_2**step)
+                                                                   / (1 - beta_1**step)
+
+        Args:
+            params, grads, ms, vs: lists of same-shape float arrays (params, their gradients,
+                first and second moments); ``params``, ``ms`` and ``vs`` are updated in place.
+            lr, beta_1, beta_2, epsilon, weight_decay: Python floats.
+            step: the 1-based step number ``t`` of the bias correction.
+            v_hats: None, or the amsgrad running maxima (updated in place).
+
+        Returns:
+            None.
+        """
+        xp = self.xp
+        alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
+        for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
+            if weight_decay:
+                w -= w * (weight_decay * lr)
+            m += (1.0 - beta_1) * (g - m)
+            v += (1.0 - beta_2) * (g * g - v)
+            if v_hats is not None:
+                xp.maximum(v_hats[i], v, out=v_hats[i])
+                v = v_hats[i]
+            w -= alpha * m / (xp.sqrt(v) + epsilon)
+
+    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
+                   weight_decay=0.0):
+        """One SGD step over lists of arrays, in place, Keras 3's rule::
+
+            w = w - w * weight_decay * lr                       (if weight_decay)
+            momentum == 0:  w = w - lr * g
+            momentum > 0:   v = momentum * v - lr * g
+                            w = w + v                            (classic)
+                            w = w + momentum * v - lr * g        (nesterov; Sutskever et al. 2013)
+
+        Args:
+            params, grads: lists of same-shape float arrays; ``params`` updated in place.
+            momentums: list of velocity arrays (updated in place), or None when momentum is 0.
+            lr, momentum, weight_decay: Python floats; nesterov: bool.
+
+        Returns:
+            None.
+        """
+        for i, (w, g) in enumerate(zip(params, grads)):
+            if weight_decay:
+                w -= w * (weight_decay * lr)
+            if not momentum:
+                w -= lr * g
+                continue
+            v = momentums[i]
+            v *= momentum
+            v -= lr * g
+            if nesterov:
+                w += momentum * v - lr * g
+            else:
+                w += v
+
+    def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
+                   out=None):
+        """The gate arithmetic of one LSTM step (Hochreiter & Schmidhuber 1997; Keras's cell).
+
+        ``i, f, c~, o`` are the four column blocks of ``z`` (Keras gate order)::
+
+            i = ract(z_i); f = ract(z_f); c~ = act(z_c); o = ract(z_o)
+            c = f * c_prev + i * c~;  h = o * act(c)
+
+        Args:
+            z: ``(n, 4 units)`` pre-activations ``x @ kernel + h_prev @ recurrent_kernel + bias``;
+                overwritten in place by the activated gates ``[i, f, c~, o]`` (the backward
+                pass needs them).
+            c_prev: ``(n, units)`` previous cell state.
+            activation, recurrent_activation: "tanh", "sigmoid", "relu" or "linear".
+            out: optional ``(h, c, tc)`` arrays ``(n, units)`` to write into.
+
+        Returns:
+            ``(h, c, tc)``, each ``(n, units)``: output, new cell state and ``act(c)``.
+        """
+        xp = self.xp
+        u = c_prev.shape[1]
+        for k, name in enumerate((recurrent_activation, recurrent_activation, activation,
+                                  recurrent_activation)):
+            z[:, k * u:(k + 1) * u] = self._gate(z[:, k * u:(k + 1) * u], name)
+        i, f, g, o = (z[:, k * u:(k + 1) * u] for k in range(4))
+        c = f * c_prev + i * g
+        tc = self._gate(c, activation)
+        h = o * tc
+        return _write_out(out, (h, c, tc))
+
+    def lstm_gates_grad(self, gates, c_prev, tc, dh, dc, activation="tanh",
+                        recurrent_activation="sigmoid", out=None):
+        """Backward of `lstm_gates` for one step (derivatives from the activations' outputs).
+
+        Args:
+            gates: ``(n, 4 units)`` activated gates from `lstm_gates`.
+            c_prev, tc: ``(n, units)``: the step's previous cell state and ``act(c)``.
+            dh: ``(n, units)`` gradient of ``h``.
+            dc: ``(n, units)`` gradient of ``c`` from later steps (not yet including ``dh``'s).
+            activation, recurrent_activation: as in `lstm_gates`.
+            out: optional ``(dz, dc_prev)`` arrays to write into.
+
+        Returns:
+            ``(dz, dc_prev)``: ``dz (n, 4 units)`` gradient of the pre-activations ``z``;
+            ``dc_prev (n, units)`` gradient of ``c_prev``.
+        """
+        u = c_prev.shape[1]
+        i, f, g, o = (gates[:, k * u:(k + 1) * u] for k in range(4))
+        dc_total = dc + dh * o * self._gate_derivative(tc, activation)
+        dz = self.xp.concatenate([
+            dc_total * g * self._gate_derivative(i, recurrent_activation),
+            dc_total * c_prev * self._gate_derivative(f, recurrent_activation),
+            dc_total * i * self._gate_derivative(g, activation),
+            dh * tc * self._gate_derivative(o, recurrent_activation)], axis=1)
+        return _write_out(out, (dz.astype(gates.dtype, copy=False), dc_total * f))
+
+    def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
+                  out=None):
+        """The gate arithmetic of one GRU step, ``reset_after=True`` form (Keras's default and
+        CuDNN's; Cho et al. 2014 with the reset applied after the recurrent product)::
+
+            z = ract(xz_z + hz_z); r = ract(xz_r + hz_r); hh = act(xz_h + r * hz_h)
+            h = z * h_prev + (1 - z) * hh
+
+        Args:
+            xz: ``(n, 3 units)`` input projection ``x @ kernel + input_bias`` (blocks z, r, h);
+                overwritten in place by the activated gates ``[z, r, hh]``.
+            hz: ``(n, 3 units)`` recurrent projection ``h_prev @ recurrent_kernel +
+                recurrent_bias``; not modified (the backward pass needs its h block).
+            h_prev: ``(n, units)``.
+            activation, recurrent_activation: "tanh", "sigmoid", "relu" or "linear".
+            out: optional ``(n, units)`` array for ``h``.
+
+        Returns:
+            ``h``, ``(n, units)``.
+        """
+        u = h_prev.shape[1]
+        z = self._gate(xz[:, :u] + hz[:, :u], recurrent_activation)
+        r = self._gate(xz[:, u:2 * u] + hz[:, u:2 * u], recurrent_activation)
+        hh = self._gate(xz[:, 2 * u:] + r * hz[:, 2 * u:], activation)
+        xz[:, :u], xz[:, u:2 * u], xz[:, 2 * u:] = z, r, hh
+        return _write_out(out, (z * h_prev + (1 - z) * hh,))[0]
+
+    def gru_gates_grad(self, gates, hz, h_prev, dh, activation="tanh",
+                       recurrent_activation="sigmoid", out=None):
+        """Backward of `gru_gates` for one step.
+
+        Args:
+            gates: ``(n, 3 units)`` activated gates ``[z, r, hh]`` from `gru_gates`.
+            hz: ``(n, 3 units)`` the step's recurrent projection.
+            h_prev: ``(n, units)``; dh: ``(n, units)`` gradient of ``h``.
+            activation, recurrent_activation: as in `gru_gates`.
+            out: optional ``(dxz, dhz, dh_prev)`` arrays to write into.
+
+        Returns:
+            ``(dxz, dhz, dh_prev)``: gradients of ``xz`` and ``hz`` ``(n, 3 units)``, and the
+            direct part ``dh * z`` of ``h_prev``'s gradient (the caller adds
+            ``dhz @ recurrent_kernel.T``).
+        """
+        u = h_prev.shape[1]
+        z, r, hh = gates[:, :u], gates[:, u:2 * u], gates[:, 2 * u:]
+        dhh = dh * (1 - z) * self._gate_derivative(hh, activation)
+        dzz = dh * (h_prev - hh) * self._gate_derivative(z, recurrent_activation)
+        dr = dhh * hz[:, 2 * u:] * self._gate_derivative(r, recurrent_activation)
+        xp = self.xp
+        dxz = xp.concatenate([dzz, dr, dhh], axis=1).astype(gates.dtype, copy=False)
+        dhz = xp.concatenate([dzz, dr, dhh * r], axis=1).astype(gates.dtype, copy=False)
+        return _write_out(out, (dxz, dhz, dh * z))
+
+    def _gate(self, x, name):
+        """A gate activation (tanh/sigmoid/relu/linear) of a new array."""
+        if name == "sigmoid":
+            return self.sigmoid(x)
+        if name == "tanh":
+            return self.xp.tanh(x)
+        if name == "relu":
+            return self.xp.maximum(x, 0)
+        if name == "linear":
+            return x.copy()
+        raise ValueError(f"recurrent gates: activation must be one of {_GATE_ACTIVATIONS}. "
+                         f"Received: {name!r}")
+
+    def _gate_derivative(self, y, name):
+        """The derivative of a gate activation from its output ``y``."""
+        if name == "sigmoid":
+            return y * (1 - y)
+        if name == "tanh":
+            return 1 - y * y
+        if name == "relu":
+            return (y > 0).astype(y.dtype)
+        return self.xp.ones_like(y)
+
     def __repr__(self):
         return f"<kerasrs backend {self.name!r}>"
+
+
+_BIAS_ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
+_GATE_ACTIVATIONS = ("tanh", "sigmoid", "relu", "linear")
+
+
+def _window_out(padded, window, strides, dilation):
+    """Output size per spatial axis of a sliding window over a padded input."""
+    return tuple((n - ((k - 1) * d + 1)) // s + 1
+                 for n, k, s, d in zip(padded, window, strides, dilation))
+
+
+def _write_out(out, values):
+    """``values`` as a tuple, copied into the ``out`` arrays when given."""
+    if out is None:
+        return tuple(values)
+    for o, v in zip(out, values):
+        o[...] = v
+    return tuple(out)
 
 
 _SQRT_PI = 1.7724538509055159

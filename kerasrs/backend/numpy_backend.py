@@ -1,35 +1,12 @@
-"""The NumPy (CPU) backend: the reference implementation of every kernel."""
+"""The NumPy (CPU) backend. The plain compositions in `base.Backend` are the reference; this
+class overrides the named kernels that are on training's hot path with versions that allocate
+nothing per call (reused scratch buffers, ``out=`` everywhere)."""
 
-import ctypes
-import ctypes.util
-import os
-import sys
+import math
 
 import numpy as np
 
 from kerasrs.backend import base
-
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc mallopt parameters (malloc.h)
-
-
-def tune_malloc():
-    """Keep freed memory in the process heap instead of returning it to the OS (glibc only).
-
-    A training step frees and re-allocates the same large arrays every step. By default glibc
-    serves each one with a fresh ``mmap`` whose pages must be faulted in again (first touch runs
-    at ~0.5 GB/s here), which made a NumPy CNN step ~40 % slower (see shared PERFORMANCE.md:
-    the same effect as ``GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=...``).
-    The cost is that the peak heap size is kept for the life of the process. Set
-    ``KERASRS_MALLOC_TUNING=0`` to leave malloc alone. Returns True if the settings were applied.
-    """
-    if os.environ.get("KERASRS_MALLOC_TUNING", "1") == "0" or not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (e.g. musl): nothing to tune
-        return False
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**34))
 
 
 class NumpyBackend(base.Backend):
@@ -39,10 +16,66 @@ class NumpyBackend(base.Backend):
 
     def __init__(self):
         super().__init__()
-        self.malloc_tuned = tune_malloc()
+        self._buffers = {}
 
     def to_numpy(self, x):
         return np.asarray(x)
 
     def seed(self, seed):
         self.rng = np.random.default_rng(seed)
+
+    def scratch(self, shape, dtype, slot=0):
+        """A reusable uninitialized array of ``shape`` and ``dtype``: one flat buffer per
+        ``(dtype, slot)``, grown to the largest request and viewed in the asked shape. The
+        contents are overwritten by the next request for the same slot."""
+        size = math.prod(shape)
+        key = (np.dtype(dtype).str, slot)
+        buf = self._buffers.get(key)
+        if buf is None or buf.size < size:
+            buf = self._buffers[key] = np.empty(max(size, 1), dtype)
+        return buf[:size].reshape(shape)
+
+    def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
+                    weight_decay=0.0, v_hats=None):
+        alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
+        for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
+            tmp = self.scratch(w.shape, w.dtype)
+            if weight_decay:
+                np.multiply(w, weight_decay * lr, out=tmp)
+                w -= tmp
+            np.subtract(g, m, out=tmp)                  # m += (1 - b1) * (g - m)
+            tmp *= 1.0 - beta_1
+            m += tmp
+            np.multiply(g, g, out=tmp)                  # v += (1 - b2) * (g^2 - v)
+            tmp -= v
+            tmp *= 1.0 - beta_2
+            v += tmp
+            if v_hats is not None:
+                np.maximum(v_hats[i], v, out=v_hats[i])
+                v = v_hats[i]
+            np.sqrt(v, out=tmp)                         # w -= alpha * m / (sqrt(v) + eps)
+            tmp += epsilon
+            np.divide(m, tmp, out=tmp)
+            tmp *= alpha
+            w -= tmp
+
+    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
+                   weight_decay=0.0):
+        for i, (w, g) in enumerate(zip(params, grads)):
+            step = self.scratch(w.shape, w.dtype)
+            if weight_decay:
+                np.multiply(w, weight_decay * lr, out=step)
+                w -= step
+            np.multiply(g, lr, out=step)                # lr * g
+            if not momentum:
+                w -= step
+                continue
+            v = momentums[i]
+            v *= momentum
+            v -= step
+            if nesterov:
+                w -= step
+                np.multiply(v, momentum, out=step)
+                w += step
+            else:
+                w += v

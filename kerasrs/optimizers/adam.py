@@ -1,7 +1,5 @@
 """Adam and AdamW: adaptive first- and second-moment estimates, with bias correction."""
 
-import math
-
 from kerasrs.optimizers import base
 
 
@@ -17,11 +15,9 @@ class Adam(base.Optimizer):
         alpha = lr * sqrt(1 - beta_2**t) / (1 - beta_1**t)
         w = w - alpha * m / (sqrt(v) + epsilon)
 
-    The bias-correction factor ``alpha`` is computed in float64 on the host, then used as a
-    Python float, so float32 variables stay float32 with no float64 temporaries. Each step makes
-    no new full-size arrays (one reusable scratch buffer, ``out=`` everywhere). A backend that
-    offers a fused kernel ``adam_update(w, g, m, v, alpha, beta_1, beta_2, epsilon)`` (updating
-    ``w``, ``m``, ``v`` in place by the rule above) gets it used instead, except with amsgrad.
+    One step is one multi-tensor call of the backend kernel ``adam_update`` over all variables
+    (its NumPy twin in `kerasrs.backend.base.Backend` is the reference; the CPU and GPU backends
+    fuse it).
 
     Args:
         learning_rate: float, schedule or callable. Defaults to 0.001.
@@ -50,32 +46,23 @@ class Adam(base.Optimizer):
         self._velocity_hats = self.add_optimizer_variables(variables, "velocity_hat") \
             if self.amsgrad else []
 
+    def _update_all(self, pairs, lr):
+        """The whole step as one multi-tensor ``backend.adam_update`` call per backend."""
+        by_backend = {}
+        for g, var in pairs:
+            by_backend.setdefault(var.backend, []).append((g, var))
+        for be, group in by_backend.items():
+            slots = [self._slot_index(v) for _, v in group]
+            be.adam_update([v.data for _, v in group], [g for g, _ in group],
+                           [self._momentums[i].data for i in slots],
+                           [self._velocities[i].data for i in slots],
+                           lr, self.beta_1, self.beta_2, self.epsilon,
+                           float(self._iterations.data) + 1.0,
+                           v_hats=[self._velocity_hats[i].data for i in slots]
+                           if self.amsgrad else None)
+
     def update_step(self, gradient, variable, learning_rate):
-        xp, i = variable.backend.xp, self._slot_index(variable)
-        t = float(self._iterations.data) + 1.0
-        alpha = learning_rate * math.sqrt(1.0 - self.beta_2 ** t) / (1.0 - self.beta_1 ** t)
-        m, v = self._momentums[i].data, self._velocities[i].data
-        fused = getattr(variable.backend, "adam_update", None)
-        if fused is not None and not self.amsgrad:
-            fused(variable.data, gradient, m, v, alpha, self.beta_1, self.beta_2, self.epsilon)
-            return
-        tmp = self._scratch(variable)
-        xp.subtract(gradient, m, out=tmp)                  # m += (1 - b1) * (g - m)
-        tmp *= 1.0 - self.beta_1
-        m += tmp
-        xp.multiply(gradient, gradient, out=tmp)           # v += (1 - b2) * (g^2 - v)
-        tmp -= v
-        tmp *= 1.0 - self.beta_2
-        v += tmp
-        if self.amsgrad:
-            v_hat = self._velocity_hats[i].data
-            xp.maximum(v_hat, v, out=v_hat)
-            v = v_hat
-        xp.sqrt(v, out=tmp)                                # w -= alpha * m / (sqrt(v) + eps)
-        tmp += self.epsilon
-        xp.divide(m, tmp, out=tmp)
-        tmp *= alpha
-        variable.data -= tmp
+        self._update_all([(gradient, variable)], learning_rate)
 
     def get_config(self):
         return {**super().get_config(), "beta_1": self.beta_1, "beta_2": self.beta_2,

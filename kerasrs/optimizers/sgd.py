@@ -44,22 +44,19 @@ class SGD(base.Optimizer):
         self.momentums = self.add_optimizer_variables(variables, "momentum") \
             if self.momentum else []
 
+    def _update_all(self, pairs, lr):
+        """The whole step as one multi-tensor ``backend.sgd_update`` call per backend."""
+        by_backend = {}
+        for g, var in pairs:
+            by_backend.setdefault(var.backend, []).append((g, var))
+        for be, group in by_backend.items():
+            momentums = [self.momentums[self._slot_index(v)].data for _, v in group] \
+                if self.momentum else None
+            be.sgd_update([v.data for _, v in group], [g for g, _ in group], momentums, lr,
+                          self.momentum, self.nesterov)
+
     def update_step(self, gradient, variable, learning_rate):
-        w, step = variable.data, self._scratch(variable)
-        xp = variable.backend.xp
-        xp.multiply(gradient, learning_rate, out=step)             # lr * g
-        if not self.momentum:
-            w -= step
-            return
-        v = self.momentums[self._slot_index(variable)].data
-        v *= self.momentum
-        v -= step
-        if self.nesterov:
-            w -= step
-            xp.multiply(v, self.momentum, out=step)
-            w += step
-        else:
-            w += v
+        self._update_all([(gradient, variable)], learning_rate)
 
     def get_config(self):
         return {**super().get_config(), "momentum": self.momentum, "nesterov": self.nesterov}

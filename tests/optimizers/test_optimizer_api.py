@@ -261,10 +261,12 @@ def test_update_on_cupy_matches_numpy(name, rng):
     np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
 
 
-def test_adam_uses_a_backend_fused_kernel_when_offered(monkeypatch):
+def test_adam_step_is_one_multi_tensor_backend_call(monkeypatch):
     calls = []
     be = kerasrs.backend.get("numpy")
-    monkeypatch.setattr(be, "adam_update", lambda *args: calls.append(args), raising=False)
-    w = _var([1.0])
-    optimizers.Adam().apply([np.array([1.0], "float32")], [w])
-    assert len(calls) == 1 and calls[0][0] is w.data and calls[0][5:] == (0.9, 0.999, 1e-7)
+    monkeypatch.setattr(be, "adam_update", lambda *args, **kw: calls.append(args), raising=False)
+    w1, w2 = _var([1.0]), _var([2.0, 3.0])
+    optimizers.Adam().apply([np.array([1.0], "float32"), np.ones(2, "float32")], [w1, w2])
+    assert len(calls) == 1
+    assert calls[0][0][0] is w1.data and calls[0][0][1] is w2.data
+    assert calls[0][5:9] == (0.9, 0.999, 1e-7, 1.0)
