@@ -3,8 +3,8 @@
 Each ``cuda/<name>.cu`` file holds templated ``__global__`` kernels; ``FILES`` lists, per file,
 the template instantiations the launchers use (the ``name_expressions`` given to
 ``cupy.RawModule``). ``source(name)`` is what every compiler sees, NVRTC on a GPU machine and
-NVRTC/g++ in the CPU checks: ``cuda/common.cuh``, then a ``#line 1`` directive so messages
-report the ``.cu`` file's own line numbers, then the file.
+NVRTC/g++ in the CPU checks: ``cuda/common.cuh`` then the file, each after a ``#line 1``
+directive naming it, so messages report each file's own name and line numbers.
 """
 
 import functools
@@ -22,6 +22,12 @@ FILES = {
                               "softmax_ce_sparse_bwd", "softmax_ce_dense_bwd"),
     "dropout": ("philox4x32_10",) + _each_float("dropout_mask"),
     "embedding": _each_float("embedding_grad"),
+    "bias_act": _each_float("bias_act", "bias_act_grad"),
+    "im2col": _each_float("im2col", "col2im"),
+    "max_pool": _each_float("max_pool", "max_pool_grad"),
+    "layer_norm": _each_float("layer_norm_fwd", "layer_norm_bwd", "layer_norm_bwd_params"),
+    "optimizer": _each_float("adam_update", "sgd_update"),
+    "rnn_gates": _each_float("lstm_gates", "lstm_gates_grad", "gru_gates", "gru_gates_grad"),
 }
 
 
@@ -31,10 +37,12 @@ def read(filename):
     return resources.files("kerasrs.backend").joinpath("cuda", filename).read_text()
 
 
-def source(name, text=None):
-    """Full source of kernel file ``name`` (a key of FILES); ``text`` replaces the file's text."""
+def source(name, text=None, common=None):
+    """Full source of kernel file ``name`` (a key of FILES); ``text`` and ``common`` replace the
+    texts of the file and of ``common.cuh`` (the tests plant errors that way)."""
     body = read(f"{name}.cu") if text is None else text
-    return f'{read("common.cuh")}\n#line 1 "{name}.cu"\n{body}'
+    common = read("common.cuh") if common is None else common
+    return f'#line 1 "common.cuh"\n{common}\n#line 1 "{name}.cu"\n{body}'
 
 # One-liners stay ``cupy.ElementwiseKernel``s: ``name: (in_params, out_params, body)`` in its
 # syntax, ``T`` the float type. The NumPy twin is the Backend method named after "kerasrs_".

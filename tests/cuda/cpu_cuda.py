@@ -27,16 +27,16 @@ def have_compiler():
     return shutil.which("g++") is not None
 
 
-def translation_unit(name, text=None):
+def translation_unit(name, text=None, common=None):
     """C++ source for kernel file ``name``: the emulation header, the kernels, registrations."""
     regs = "".join(f'static int kr_reg_{i} = kr_register("{e}", &{e});\n'
                    for i, e in enumerate(cuda_sources.FILES[name]))
-    return f'#include "{HEADER}"\n{cuda_sources.source(name, text)}\n{regs}'
+    return f'#include "{HEADER}"\n{cuda_sources.source(name, text, common)}\n{regs}'
 
 
-def build(name, text=None, sanitize=False, opt="-O1"):
+def build(name, text=None, common=None, sanitize=False, opt="-O1"):
     """Path of the shared library for ``name`` (cached by content). Raises on compile errors."""
-    src = translation_unit(name, text)
+    src = translation_unit(name, text, common)
     flags = FLAGS + (opt,) + (("-fsanitize=thread", "-g") if sanitize else ())
     key = hashlib.sha256((src + HEADER.read_text() + " ".join(flags)).encode()).hexdigest()[:16]
     BUILD.mkdir(exist_ok=True)

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -38,6 +39,8 @@ inline dim3 blockDim, gridDim;
 inline thread_local std::barrier<>* kr_block_barrier = nullptr;
 
 inline void __syncthreads() { kr_block_barrier->arrive_and_wait(); }
+
+inline double __longlong_as_double(long long v) { return std::bit_cast<double>(v); }
 
 template <typename T>
 inline T atomicAdd(T* address, T value) {

@@ -19,8 +19,13 @@ __device__ __forceinline__ double kr_tanh(double x) { return tanh(x); }
 __device__ __forceinline__ float kr_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double kr_abs(double x) { return fabs(x); }
 
-template <typename T> __device__ __forceinline__ T kr_inf() { return (T)__builtin_huge_val(); }
-template <typename T> __device__ __forceinline__ T kr_nan() { return (T)__builtin_nan(""); }
+// IEEE infinity and quiet NaN from their bit patterns (NVRTC has no math.h macros).
+template <typename T> __device__ __forceinline__ T kr_inf() {
+  return (T)__longlong_as_double(0x7ff0000000000000LL);
+}
+template <typename T> __device__ __forceinline__ T kr_nan() {
+  return (T)__longlong_as_double(0x7ff8000000000000LL);
+}
 
 // Logistic function without overflow: exp of a non-positive number only.
 template <typename T> __device__ __forceinline__ T kr_sigmoid(T x) {
@@ -70,3 +75,29 @@ __device__ T kr_column_reduce(T v, T* buf) {
   __syncthreads();
   return r;
 }
+
+// Activation codes, shared with cuda_kernels.ACTIVATIONS: 0 linear, 1 relu, 2 sigmoid, 3 tanh.
+template <typename T> __device__ __forceinline__ T kr_activate(T x, int act) {
+  switch (act) {
+    case 1: return x < (T)0 ? (T)0 : x;  // NaN passes through, as numpy.maximum(x, 0)
+    case 2: return kr_sigmoid(x);
+    case 3: return kr_tanh(x);
+    default: return x;
+  }
+}
+
+// The activation's derivative from its output y (relu'(0) = 0, as PyTorch).
+template <typename T> __device__ __forceinline__ T kr_activate_grad(T y, int act) {
+  switch (act) {
+    case 1: return y > (T)0 ? (T)1 : (T)0;
+    case 2: return y * ((T)1 - y);
+    case 3: return (T)1 - y * y;
+    default: return (T)1;
+  }
+}
+
+// Index of the first element of a grid-stride loop and its stride.
+__device__ __forceinline__ long long kr_first() {
+  return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ long long kr_stride() { return (long long)gridDim.x * blockDim.x; }
