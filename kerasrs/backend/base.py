@@ -94,25 +94,28 @@ class Backend:
         """Row-wise softmax and cross-entropy of ``logits`` (n, c) against ``labels``.
 
         ``labels`` are int class ids (n,) (sparse) or float targets (n, c) (dense). Each row's
-        log-sum-exp ``lse = max + log(sum(exp(x - max)))`` keeps exp from overflowing.
+        log-sum-exp is taken around its max ``m``, ``ls = log(sum(exp(x - m)))``, so exp never
+        overflows, and the loss is formed from the shifted logits, so huge logits keep their
+        precision.
 
         Returns:
-            (loss, probs): loss (n,) ``lse - x[label]`` or ``sum(t * (lse - x))``, and the
+            (loss, probs): loss (n,) ``ls - (x[label] - m)`` or ``sum(t * (ls - (x - m)))``, the
             softmax probabilities (n, c), both in ``logits``' dtype. A sparse id outside
             ``[0, c)`` gives a NaN loss (the op checks ids before calling).
         """
         xp = self.xp
         m = logits.max(axis=1, keepdims=True)
         m = xp.where(xp.isneginf(m), 0, m).astype(logits.dtype, copy=False)  # all -inf rows
-        lse = m + xp.log(xp.exp(logits - m).sum(axis=1, keepdims=True))
-        probs = xp.exp(logits - lse)
+        shifted = logits - m  # losses from shifted logits: huge logits keep their precision
+        ls = xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+        probs = xp.exp(shifted - ls)
         if labels.ndim == 1:
             c = logits.shape[1]
             valid = (labels >= 0) & (labels < c)
-            picked = xp.take_along_axis(logits, xp.where(valid, labels, 0)[:, None], axis=1)
-            loss = xp.where(valid, lse[:, 0] - picked[:, 0], xp.nan)
+            picked = xp.take_along_axis(shifted, xp.where(valid, labels, 0)[:, None], axis=1)
+            loss = xp.where(valid, ls[:, 0] - picked[:, 0], xp.nan)
         else:
-            loss = (labels * (lse - logits)).sum(axis=1)
+            loss = (labels * (ls - shifted)).sum(axis=1)
         return loss.astype(logits.dtype, copy=False), probs
 
     def softmax_cross_entropy_grad(self, probs, labels, gloss):

@@ -319,3 +319,13 @@ def test_cpu_module_checks_argument_types():
                 good[:-1]):
         with pytest.raises(TypeError):
             f((1,), (32,), bad)
+
+
+def test_softmax_cross_entropy_keeps_precision_for_huge_logits(kern):
+    """Behaviour case C06: logits [1e8, 1e8] give ln 2 in float32 (not 1e8 + ln 2 - 1e8 = 0)."""
+    x = np.array([[1e8, 1e8], [0.0, 1000.0]], np.float32)
+    loss, probs = kern.softmax_cross_entropy(x, np.array([1, 0]))
+    np.testing.assert_allclose(loss, [np.log(2), 1000.0], rtol=1e-6)
+    np.testing.assert_allclose(kern.softmax_cross_entropy_grad(probs, np.array([1, 0]),
+                                                               np.ones(2, np.float32)),
+                               [[0.5, -0.5], [-1.0, 1.0]], atol=1e-6)
