@@ -554,7 +554,9 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
     labels = target.data if target.backend is output.backend else target.numpy()
     labels = output.backend.asarray(labels)  # on output's device
     if labels.size:
-        low, high = float(labels.min()), float(labels.max())  # a NaN propagates into both
+        xp = output.backend.xp  # one host read for both bounds (a device sync on a GPU)
+        low, high = (float(v) for v in output.backend.to_numpy(
+            xp.stack([labels.min(), labels.max()])))  # a NaN propagates into both
         if not (math.isfinite(low) and math.isfinite(high)):
             bad = "NaN" if math.isnan(low) or math.isnan(high) else "infinity"
             raise ValueError(f"{op}: labels contain {bad}; class ids must be finite integers in "
