@@ -45,6 +45,10 @@ class Backend:
         self.xp.add.at(a, key, values)
 
     # -- fused kernels: NumPy versions are the reference, other backends override ------------------
+    def relu(self, x):
+        """``max(x, 0)`` elementwise, a new array of ``x``'s shape and dtype."""
+        return self.xp.maximum(x, 0)
+
     def relu_grad(self, y, gy):
         """Gradient of relu from its output: ``gy * (y > 0)`` (relu'(0) = 0, as PyTorch)."""
         return gy * (y > 0)

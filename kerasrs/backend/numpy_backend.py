@@ -3,6 +3,7 @@ class overrides the named kernels that are on training's hot path with versions 
 nothing per call (reused scratch buffers, ``out=`` everywhere)."""
 
 import math
+import warnings
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class NumpyBackend(base.Backend):
             buf = self._buffers[key] = np.empty(max(size, 1), dtype)
         return buf[:size].reshape(shape)
 
-    def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
+    def _adam_numpy(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
                     weight_decay=0.0, v_hats=None):
         alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
         for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
@@ -59,7 +60,7 @@ class NumpyBackend(base.Backend):
             tmp *= alpha
             w -= tmp
 
-    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
+    def _sgd_numpy(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
                    weight_decay=0.0):
         for i, (w, g) in enumerate(zip(params, grads)):
             step = self.scratch(w.shape, w.dtype)
@@ -79,3 +80,239 @@ class NumpyBackend(base.Backend):
                 w += step
             else:
                 w += v
+
+    # -- compiled kernels (numba), each falling back to the NumPy twin in base.Backend ------------
+    def relu(self, x):
+        k = _compiled_for(x)
+        if k is None or not x.flags.c_contiguous:
+            return super().relu(x)
+        y = np.empty_like(x)
+        k.relu(x.reshape(-1), y.reshape(-1))
+        return y
+
+    def relu_grad(self, y, gy):
+        k = _compiled_for(gy)
+        if k is None or y.shape != gy.shape or y.dtype != gy.dtype:
+            return super().relu_grad(y, gy)
+        y, gy = np.ascontiguousarray(y), np.ascontiguousarray(gy)
+        gx = np.empty_like(gy)
+        k.relu_grad(y.reshape(-1), gy.reshape(-1), gx.reshape(-1))
+        return gx
+
+    def bias_act(self, x, bias, activation="linear", out=None):
+        k = _compiled_for(x)
+        if k is None or x.ndim != 2 or activation not in _CODES:
+            return super().bias_act(x, bias, activation, out)
+        x = np.ascontiguousarray(x)
+        bias = np.zeros(x.shape[1], x.dtype) if bias is None else \
+            np.ascontiguousarray(bias, dtype=x.dtype)
+        target = out if out is not None and out.flags.c_contiguous else np.empty_like(x)
+        k.bias_act(x, bias, _CODES[activation], target)
+        return _into(out, target)
+
+    def bias_act_grad(self, y, gy, activation="linear", need_bias=True, out=None):
+        k = _compiled_for(gy)
+        if k is None or gy.ndim != 2 or activation not in _CODES or y.dtype != gy.dtype:
+            return super().bias_act_grad(y, gy, activation, need_bias, out)
+        y, gy = np.ascontiguousarray(y), np.ascontiguousarray(gy)
+        target = out if out is not None and out.flags.c_contiguous else np.empty_like(gy)
+        partial = np.zeros((k.chunks(gy.shape[0]), gy.shape[1]))
+        k.bias_act_grad(y, gy, _CODES[activation], target, partial)
+        gbias = partial.sum(axis=0).astype(gy.dtype) if need_bias else None
+        return _into(out, target), gbias
+
+    def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
+                    weight_decay=0.0, v_hats=None):
+        k = _compiled_for(params[0]) if params and v_hats is None else None
+        if k is None:
+            return self._adam_numpy(params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
+                                    weight_decay, v_hats)
+        alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
+        decay = float(weight_decay) * lr
+        for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
+            if not _flat_ok(w, m, v):
+                self._adam_numpy([w], [g], [m], [v], lr, beta_1, beta_2, epsilon, step,
+                                 weight_decay, None)
+                continue
+            g = np.ascontiguousarray(g, dtype=w.dtype).reshape(-1)
+            k.adam(w.reshape(-1), g, m.reshape(-1), v.reshape(-1), alpha, beta_1, beta_2,
+                   epsilon, decay)
+
+    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
+                   weight_decay=0.0):
+        k = _compiled_for(params[0]) if params else None
+        for i, (w, g) in enumerate(zip(params, grads)):
+            v = momentums[i] if momentum else w  # (w: unused placeholder of the right type)
+            if k is None or not _flat_ok(w, v):
+                self._sgd_numpy([w], [g], None if not momentum else [v], lr, momentum,
+                                nesterov, weight_decay)
+                continue
+            g = np.ascontiguousarray(g, dtype=w.dtype).reshape(-1)
+            k.sgd(w.reshape(-1), g, v.reshape(-1), lr, float(momentum), bool(nesterov),
+                  float(weight_decay) * lr)
+
+    def layer_norm(self, x, gamma, beta, epsilon):
+        k = _compiled_for(x)
+        if k is None or x.ndim != 2:
+            return super().layer_norm(x, gamma, beta, epsilon)
+        x = np.ascontiguousarray(x)
+        d = x.shape[1]
+        gamma = np.ones(d, x.dtype) if gamma is None else np.ascontiguousarray(gamma, x.dtype)
+        beta = np.zeros(d, x.dtype) if beta is None else np.ascontiguousarray(beta, x.dtype)
+        stat = np.float64 if x.dtype == np.float64 else np.float32
+        y = np.empty_like(x)
+        mean, rstd = np.empty(x.shape[0], stat), np.empty(x.shape[0], stat)
+        k.layer_norm(x, gamma, beta, float(epsilon), y, mean, rstd)
+        return y, mean, rstd
+
+    def layer_norm_grad(self, gy, x, gamma, mean, rstd):
+        k = _compiled_for(gy)
+        if k is None or gy.ndim != 2 or x.dtype != gy.dtype:
+            return super().layer_norm_grad(gy, x, gamma, mean, rstd)
+        gy, x = np.ascontiguousarray(gy), np.ascontiguousarray(x)
+        d = x.shape[1]
+        gamma = np.ones(d, x.dtype) if gamma is None else np.ascontiguousarray(gamma, x.dtype)
+        gx = np.empty_like(gy)
+        partial = np.zeros((k.chunks(gy.shape[0]), 2, d))
+        k.layer_norm_grad(gy, x, gamma, np.ascontiguousarray(mean), np.ascontiguousarray(rstd),
+                          gx, partial)
+        sums = partial.sum(axis=0).astype(gy.dtype)
+        return gx, sums[0], sums[1]
+
+    def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
+                   out=None):
+        k = _compiled_for(z)
+        if k is None or activation not in _CODES or recurrent_activation not in _CODES \
+                or c_prev.dtype != z.dtype or not (z.flags.c_contiguous or z.T.flags.c_contiguous):
+            return super().lstm_gates(z, c_prev, activation, recurrent_activation, out)
+        major = _GateMajor(z)  # the kernel works on (rows, n) views of the caller's layout
+        zt = major.view(z)
+        outs = out if out is not None and all(major.fits(o) for o in out) else \
+            tuple(major.empty(c_prev.shape, z.dtype) for _ in range(3))
+        k.lstm_gates(zt, major.copy(c_prev), *(major.view(o) for o in outs),
+                     _CODES[activation], _CODES[recurrent_activation])
+        return _into_all(out, outs)
+
+    def lstm_gates_grad(self, gates, c_prev, tc, dh, dc, activation="tanh",
+                        recurrent_activation="sigmoid", out=None):
+        k = _compiled_for(gates)
+        if k is None or activation not in _CODES or recurrent_activation not in _CODES \
+                or not (gates.flags.c_contiguous or gates.T.flags.c_contiguous):
+            return super().lstm_gates_grad(gates, c_prev, tc, dh, dc, activation,
+                                           recurrent_activation, out)
+        major = _GateMajor(gates)
+        outs = out if out is not None and all(major.fits(o) for o in out) else \
+            (major.empty(gates.shape, gates.dtype), major.empty(c_prev.shape, gates.dtype))
+        k.lstm_gates_grad(major.view(gates), *(major.copy(a) for a in (c_prev, tc, dh, dc)),
+                          _CODES[activation], _CODES[recurrent_activation],
+                          *(major.view(o) for o in outs))
+        return _into_all(out, outs)
+
+    def max_pool(self, x, pool_size, strides, padding):
+        k = _compiled_for(x)
+        if k is None or x.ndim != 4:
+            return super().max_pool(x, pool_size, strides, padding)
+        x = np.ascontiguousarray(x)
+        outs = base._window_out([n + b + a for n, (b, a) in zip(x.shape[1:3], padding)],
+                                pool_size, strides, (1, 1))
+        y = np.empty((x.shape[0], *outs, x.shape[3]), x.dtype)
+        argmax = np.empty(y.shape, np.int32)
+        k.max_pool2d(x, *pool_size, *strides, padding[0][0], padding[1][0], y, argmax)
+        return y, argmax
+
+    def max_pool_grad(self, gy, argmax, x_shape):
+        k = _compiled_for(gy)
+        if k is None:
+            return super().max_pool_grad(gy, argmax, x_shape)
+        n = x_shape[0]
+        gx = np.zeros((n, math.prod(x_shape[1:])), gy.dtype)
+        k.max_pool_grad(np.ascontiguousarray(gy).reshape(n, -1),
+                        np.ascontiguousarray(argmax).reshape(n, -1), gx)
+        return gx.reshape(x_shape)
+
+    def im2col(self, x, window, strides, dilation, padding, out=None):
+        k = _compiled_for(x)
+        if k is None or x.ndim != 4:
+            return super().im2col(x, window, strides, dilation, padding, out)
+        x = np.ascontiguousarray(x)
+        outs = base._window_out([n + b + a for n, (b, a) in zip(x.shape[1:3], padding)],
+                                window, strides, dilation)
+        shape = (x.shape[0] * outs[0] * outs[1], window[0] * window[1] * x.shape[3])
+        target = out if out is not None and out.flags.c_contiguous else np.empty(shape, x.dtype)
+        k.im2col(x, *window, *strides, *dilation, padding[0][0], padding[1][0], *outs, target)
+        return _into(out, target)
+
+    def col2im(self, cols, x_shape, window, strides, dilation, padding):
+        k = _compiled_for(cols)
+        if k is None or len(x_shape) != 4:
+            return super().col2im(cols, x_shape, window, strides, dilation, padding)
+        outs = base._window_out([n + b + a for n, (b, a) in zip(x_shape[1:3], padding)],
+                                window, strides, dilation)
+        gx = np.zeros(x_shape, cols.dtype)
+        k.col2im(np.ascontiguousarray(cols), *window, *strides, *dilation, padding[0][0],
+                 padding[1][0], *outs, gx)
+        return gx
+
+
+_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
+_kernels = []  # [module] once numba imported, [None] if it is missing
+
+
+def compiled_kernels():
+    """The `cpu_kernels` module, or None (with one warning) when numba is not installed."""
+    if not _kernels:
+        try:
+            from kerasrs.backend import cpu_kernels
+        except ImportError as e:
+            warnings.warn(f"kerasrs: the compiled CPU kernels need numba ({e}); using the slower "
+                          "plain-NumPy versions. Install numba to train faster.", RuntimeWarning,
+                          stacklevel=3)
+            cpu_kernels = None
+        _kernels.append(cpu_kernels)
+    return _kernels[0]
+
+
+def _compiled_for(x):
+    """The kernels module if ``x`` is a float32/float64 array and numba is there, else None."""
+    if x.dtype.type not in (np.float32, np.float64):
+        return None
+    return compiled_kernels()
+
+
+def _flat_ok(*arrays):
+    """True when every array is C-contiguous with one dtype (so ``reshape(-1)`` is a view)."""
+    return all(a.flags.c_contiguous and a.dtype == arrays[0].dtype for a in arrays)
+
+
+def _into(out, result):
+    if out is None or out is result:
+        return result
+    out[...] = result
+    return out
+
+
+def _into_all(out, results):
+    if out is None:
+        return tuple(results)
+    return tuple(_into(o, r) for o, r in zip(out, results))
+
+
+class _GateMajor:
+    """The recurrent kernels loop over ``(rows, n)`` arrays; a caller's ``(n, rows)`` arrays are
+    passed as their transposes. Gate-major callers (``z.T`` C-contiguous) give C-contiguous
+    views, row-major ones F-contiguous views: one compiled specialization each."""
+
+    def __init__(self, z):
+        self.gate_major = z.T.flags.c_contiguous
+
+    def view(self, a):
+        return a.T
+
+    def fits(self, a):
+        return (a.T if self.gate_major else a).flags.c_contiguous
+
+    def empty(self, shape, dtype):
+        return np.empty(shape[::-1], dtype).T if self.gate_major else np.empty(shape, dtype)
+
+    def copy(self, a):
+        return np.ascontiguousarray(a.T) if self.gate_major else np.ascontiguousarray(a).T

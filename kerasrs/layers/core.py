@@ -5,6 +5,7 @@ import numpy as np
 from kerasrs import activations, initializers, ops
 from kerasrs import backend as backend_module
 from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.ops import projection
 from kerasrs.ops.core import constant
 
 
@@ -66,6 +67,10 @@ class Dense(Layer):
     def call(self, inputs):
         if inputs.dtype != self.kernel.dtype:  # integer inputs: compute in the layer's dtype
             inputs = ops.cast(inputs, self.kernel.dtype)
+        act = activations.serialize(self.activation)
+        if act in projection.ACTIVATIONS and not getattr(inputs, "_kerasrs_symbolic", False):
+            # one fused op: a 2-D GEMM on (rows, features), bias and activation in place
+            return projection.projection(inputs, self.kernel, self.bias, activation=act)
         y = ops.matmul(inputs, self.kernel)
         if self.bias is not None:
             y = ops.add(y, self.bias)

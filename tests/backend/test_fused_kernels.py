@@ -433,3 +433,32 @@ def test_gru_gates_grad_matches_twin(backend, rng, acts):
                        strided(backend, rng.standard_normal((n, u))), *acts)
     for r, u_ in zip(ref, got):
         close(u_, r, 1e-12)
+
+
+# -- the compiled-kernel library: lazy, optional ----------------------------------------------------
+def test_import_kerasrs_loads_no_numba_and_leaves_malloc_and_threads_alone():
+    import subprocess
+    import sys
+
+    code = ("import os, sys; before = dict(os.environ); import kerasrs; "
+            "assert 'numba' not in sys.modules, 'numba imported'; "
+            "kerasrs.layers.Dense(3, activation='relu')(kerasrs.ops.ones((2, 4))); "
+            "assert dict(os.environ) == before, 'environment changed'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_numba_the_twins_run_with_one_warning(monkeypatch, rng):
+    import sys
+
+    from kerasrs.backend import numpy_backend
+
+    monkeypatch.setitem(sys.modules, "numba", None)  # makes `import numba` fail
+    monkeypatch.delitem(sys.modules, "kerasrs.backend.cpu_kernels", raising=False)
+    monkeypatch.setattr(numpy_backend, "_kernels", [])
+    be = kerasrs.backend.get("numpy")
+    x = rng.standard_normal((5, 4)).astype("float32")
+    with pytest.warns(RuntimeWarning, match="numba") as record:
+        y = be.bias_act(x, None, "relu")
+        be.relu(x)
+    assert len([w for w in record if "numba" in str(w.message)]) == 1
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
