@@ -27,7 +27,7 @@ def cupy_loader(name):
                           name_expressions=cuda_sources.FILES[name])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def elementwise(name):
     """The ``cupy.ElementwiseKernel`` called ``name`` (a key of ``cuda_sources.ELEMENTWISE``)."""
     import cupy
@@ -193,7 +193,7 @@ class Kernels:
         op = "bias_act"
         _check(op, "x", x, ndim=2)
         t = _float(op, "x", x)
-        n, c = x.shape
+        _n, c = x.shape
         act = _activation(op, activation)
         if bias is not None:
             _check(op, "bias", bias, dtype=x.dtype, shape=(c,))
@@ -495,5 +495,6 @@ def _geometry(op, x_shape, window, strides, dilation, padding):
 
 def _ints(g):
     """The kernels' geometry arguments, in their parameter order, as int32."""
-    names = ("d1 d2 d3 c k1 k2 k3 s1 s2 s3 dl1 dl2 dl3 p1 p2 p3 o1 o2 o3").split()
+    names = ("d1", "d2", "d3", "c", "k1", "k2", "k3", "s1", "s2", "s3", "dl1", "dl2", "dl3",
+             "p1", "p2", "p3", "o1", "o2", "o3")
     return [np.int32(g[k]) for k in names]

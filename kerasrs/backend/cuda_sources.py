@@ -31,9 +31,9 @@ FILES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def read(filename):
-    """Text of ``filename`` (e.g. "softmax_ce.cu") from the ``kerasrs/backend/cuda`` package data."""
+    """Text of ``filename`` (e.g. "softmax_ce.cu") from the kerasrs.backend.cuda package data."""
     return resources.files("kerasrs.backend").joinpath("cuda", filename).read_text()
 
 

@@ -45,8 +45,8 @@ def build(name, text=None, common=None, sanitize=False, opt="-O1"):
         cpp = BUILD / f"{name}-{key}.cpp"
         cpp.write_text(src)
         tmp = lib.with_suffix(".tmp.so")
-        out = subprocess.run(["g++", *flags, str(cpp), "-o", str(tmp)], capture_output=True,
-                             text=True, timeout=300)
+        out = subprocess.run(["g++", *flags, str(cpp), "-o", str(tmp)], check=False,
+                             capture_output=True, text=True, timeout=300)
         if out.returncode:
             raise RuntimeError(f"g++ failed for {name}.cu:\n{out.stderr}")
         tmp.rename(lib)  # atomic: a concurrent reader never sees half a library

@@ -4,13 +4,12 @@ its glue (contiguity copies, ``out=`` handling, in-place updates, fallbacks to t
 the kernels do not take) is checked against the twins here; on a GPU the same methods launch the
 same kernels."""
 
+import cpu_cuda
 import numpy as np
 import pytest
 
 from kerasrs.backend import base, cuda_kernels
 from kerasrs.backend.cupy_backend import CupyBackend
-
-import cpu_cuda
 
 pytestmark = pytest.mark.skipif(not cpu_cuda.have_compiler(), reason="needs g++ (C++20)")
 TWIN = base.Backend
@@ -51,7 +50,7 @@ def check(emu, name, args, kwargs=None, launched=True, rtol=2e-5):
     got = getattr(emu, name)(*mine, **kwargs)
     want = getattr(TWIN, name)(emu, *ref, **kwargs)
     assert bool(emu._kernels.launched) == launched, (name, emu._kernels.launched)
-    flat = lambda v: [x for y in (v if isinstance(v, (tuple, list)) else [v])  # noqa: E731
+    flat = lambda v: [x for y in (v if isinstance(v, (tuple, list)) else [v])
                       for x in (y if isinstance(y, list) else [y])]
     for g, w in zip(flat(got) + flat(mine), flat(want) + flat(ref)):
         if isinstance(w, np.ndarray):
@@ -62,7 +61,7 @@ def check(emu, name, args, kwargs=None, launched=True, rtol=2e-5):
 
 
 def test_overrides_take_non_contiguous_inputs(emu, rng):
-    r = lambda *s: strided(rng.standard_normal(s).astype(np.float32))  # noqa: E731
+    r = lambda *s: strided(rng.standard_normal(s).astype(np.float32))
     check(emu, "softmax_cross_entropy", (r(5, 9), rng.integers(0, 9, 10)[::2]))
     check(emu, "softmax_cross_entropy_grad", (r(5, 9), r(5, 9), r(5)))
     check(emu, "embedding_grad", (rng.integers(0, 4, (3, 6))[:, ::2], r(3, 3, 2), 4))
@@ -100,7 +99,7 @@ def test_overrides_write_into_out_arrays(emu, rng):
 
 
 def test_in_place_kernels(emu, rng):
-    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)
     check(emu, "lstm_gates", (f(3, 8), f(3, 2)))
     check(emu, "gru_gates", (f(3, 6), f(3, 6), f(3, 2)))
     ps = [f(5), f(2, 3)]
@@ -112,7 +111,7 @@ def test_in_place_kernels(emu, rng):
 
 def test_fallbacks_to_the_twin(emu, rng):
     """What the kernels do not take goes to the reference composition, with no launch."""
-    h = lambda *s: rng.standard_normal(s).astype(np.float16)  # noqa: E731
+    h = lambda *s: rng.standard_normal(s).astype(np.float16)
     check(emu, "softmax_cross_entropy", (h(3, 4), np.array([0, 1, 3])), launched=False,
           rtol=1e-2)
     check(emu, "bias_act", (h(3, 4), h(4), "relu"), launched=False)

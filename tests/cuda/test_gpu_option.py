@@ -25,8 +25,9 @@ def _run(tmp_path, *flags):
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: needs a GPU\n")
     root = pathlib.Path(kerasrs.__file__).resolve().parents[1]
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *flags, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+                           *flags, str(tmp_path)], cwd=tmp_path, check=False,
+                          capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
 
 
 def test_gpu_option_fails_where_the_device_is_missing(tmp_path):

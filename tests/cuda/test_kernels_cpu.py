@@ -4,13 +4,12 @@ grid-stride loop. The launch code is the CuPy backend's own (``cuda_kernels.Kern
 CPU module in place of ``cupy.RawModule``. None of the kernels uses warp intrinsics, so all of
 them run here."""
 
+import cpu_cuda
 import numpy as np
 import pytest
 
 from kerasrs.backend import base, cuda_kernels
 from kerasrs.backend.numpy_backend import NumpyBackend
-
-import cpu_cuda
 
 pytestmark = pytest.mark.skipif(not cpu_cuda.have_compiler(), reason="needs g++ (C++20)")
 
@@ -47,7 +46,7 @@ def _module(name):
 
 
 def tol(dtype):
-    return dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    return {"rtol": 2e-5, "atol": 2e-6} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-13}
 
 
 def close(got, want, dtype):

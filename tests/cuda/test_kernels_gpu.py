@@ -22,7 +22,7 @@ def cp_be():
 
 
 def _cases(rng, dtype):
-    f = lambda *s: rng.standard_normal(s).astype(dtype)  # noqa: E731
+    f = lambda *s: rng.standard_normal(s).astype(dtype)
     x4 = f(3, 11, 9, 5)
     xl = f(37, 300)
     _, mean, rstd = TWIN.layer_norm(NumpyBackend(), xl, None, None, 1e-3)

@@ -4,11 +4,10 @@ these run in CI (``.ci/run`` installs cupy-cuda13x and the CUDA 13 NVRTC/runtime
 
 import re
 
+import nvrtc_check
 import pytest
 
 from kerasrs.backend import cuda_sources
-
-import nvrtc_check
 
 pytest.importorskip("cupy_backends.cuda.libs.nvrtc",
                     reason="needs cupy-cuda13x and nvidia-cuda-nvrtc (installed by .ci/run)")
