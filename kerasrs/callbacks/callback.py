@@ -148,9 +148,16 @@ class CallbackList(Callback):
 
 
 def _make_hook(name):
-    def hook(self, *args, **kwargs):
-        for cb in self.callbacks:
-            getattr(cb, name)(*args, **kwargs)
+    # every callback gets ``logs`` (None when there are none), positionally, as Keras passes it,
+    # so a hook written as ``lambda logs: ...`` or ``lambda epoch, logs: ...`` works
+    if "batch" in name or "epoch" in name:
+        def hook(self, index, logs=None):
+            for cb in self.callbacks:
+                getattr(cb, name)(index, logs)
+    else:
+        def hook(self, logs=None):
+            for cb in self.callbacks:
+                getattr(cb, name)(logs)
 
     hook.__name__ = name
     return hook

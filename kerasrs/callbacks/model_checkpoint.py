@@ -37,7 +37,8 @@ class ModelCheckpoint(Callback):
         initial_value_threshold: float; the initial "best" value, so a save needs to beat it.
 
     Raises:
-        ValueError: for a bad ``save_freq`` or a ``filepath`` with the wrong extension.
+        ValueError: for a bad ``save_freq`` or ``mode``, or a ``filepath`` with the wrong
+            extension.
 
     Every save is atomic (written to a temporary file, then renamed), so an interrupted save
     leaves the previous checkpoint intact.
@@ -51,9 +52,8 @@ class ModelCheckpoint(Callback):
         self.monitor, self.verbose = monitor, verbose
         self.save_best_only, self.save_weights_only = bool(save_best_only), bool(save_weights_only)
         if mode not in ("auto", "min", "max"):
-            warnings.warn(f"ModelCheckpoint: mode {mode!r} is unknown; using 'auto'.",
-                          stacklevel=2)
-            mode = "auto"
+            raise ValueError("ModelCheckpoint: mode must be 'auto', 'min' or 'max'. Received: "
+                             f"mode={mode!r}")
         self.mode = mode
         if save_freq != "epoch" and (not isinstance(save_freq, int) or isinstance(save_freq, bool)
                                      or save_freq <= 0):
@@ -136,7 +136,9 @@ class ModelCheckpoint(Callback):
         current = float(current)
         if self.monitor_op is None:
             self.monitor_op = self._monitor_op()
-        best = "None" if self.best is None else f"{self.best:.5f}"
+        # before any value, "best" is the worst possible one (Keras prints inf / -inf)
+        best = f"{self.best:.5f}" if self.best is not None else \
+            ("-inf" if self.monitor_op is _greater else "inf")
         if self.best is None or (not math.isnan(current) and self.monitor_op(current, self.best)):
             if self.verbose > 0:
                 print(f"\nEpoch {epoch + 1}: {self.monitor} improved from {best} to "

@@ -21,6 +21,19 @@ def format_logs(logs):
     return " - ".join(parts)
 
 
+_BAR_CLASS = []
+
+
+def _bar_class():
+    """tqdm.auto's bar without tqdm's monitor thread (a daemon that would outlive ``fit``; the
+    bar is updated every step anyway, so it has nothing to rescue)."""
+    if not _BAR_CLASS:
+        from tqdm.auto import tqdm
+
+        _BAR_CLASS.append(type("Progbar", (tqdm,), {"monitor_interval": 0}))
+    return _BAR_CLASS[0]
+
+
 def is_interactive(stream):
     """Whether ``stream`` is shown live: a terminal (``isatty()``) or a Jupyter/IPython kernel's
     output stream (``ipykernel``'s ``OutStream``, whose ``isatty()`` is False)."""
@@ -29,6 +42,12 @@ def is_interactive(stream):
             return True
     except (AttributeError, ValueError):  # no isatty, or a closed file
         pass
+    return is_notebook(stream)
+
+
+def is_notebook(stream):
+    """Whether ``stream`` is a Jupyter/IPython kernel's output stream (ipykernel's
+    ``OutStream``), where tqdm.auto draws a widget."""
     return type(stream).__module__.split(".")[0] == "ipykernel"
 
 
@@ -38,9 +57,12 @@ class ProgbarLogger(Callback):
     * ``verbose=1`` on an interactive output (a terminal or a notebook, see `is_interactive`):
       one tqdm bar per epoch (and for ``evaluate``/``predict``) with the step count, the rate,
       and the running loss and metrics; at the epoch end the bar shows the epoch's values
-      including ``val_*``. On any other output (a file, a pipe, a captured stream) a bar would
-      write a line per update, so, as Keras does there, ``verbose=1`` prints only the
-      ``verbose=2`` summary line at the end of each epoch.
+      including ``val_*``. In a notebook a line of text (as with ``verbose=2``) is also
+      printed under each epoch's bar, because the bar is a widget that a saved or rendered
+      notebook (GitHub, nbconvert) shows without its numbers (``evaluate`` too). On any
+      other output (a file, a pipe, a captured stream) a bar would write a line per update,
+      so, as Keras does there, ``verbose=1`` prints only the ``verbose=2`` summary line at
+      the end of each epoch.
     * ``verbose=2``: one line per epoch, ``Epoch 3/10 - 2s - 4ms/step - loss: ... - val_loss:
       ...`` (and one line at the end of ``evaluate``).
     * ``verbose=0``: nothing.
@@ -79,10 +101,8 @@ class ProgbarLogger(Callback):
         self._close()
         self._start, self._seen = time.perf_counter(), 0
         if self._uses_bar():
-            from tqdm.auto import tqdm
-
-            self._bar = tqdm(total=total, desc=desc, unit="step", leave=True, dynamic_ncols=True,
-                             file=self._stream())
+            self._bar = _bar_class()(total=total, desc=desc, unit="step", leave=True,
+                                     dynamic_ncols=True, file=self._stream())
 
     def _step(self, logs):
         self._seen += 1
@@ -120,6 +140,8 @@ class ProgbarLogger(Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self._bar is not None:
             self._close(logs)
+            if is_notebook(self._stream()):  # a lasting copy of the widget's numbers
+                self._line(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}", logs)
         elif self._uses_lines():
             self._line(f"Epoch {epoch + 1}/{self.params.get('epochs', '?')}", logs)
 
@@ -140,7 +162,7 @@ class ProgbarLogger(Callback):
         if not self._in_fit:
             had_bar = self._bar is not None
             self._close(logs)
-            if not had_bar and self._uses_lines():
+            if (not had_bar and self._uses_lines()) or (had_bar and is_notebook(self._stream())):
                 self._line("Evaluate", logs)
 
     def on_predict_begin(self, logs=None):

@@ -39,16 +39,24 @@ class Optimizer:
         global_clipnorm: float or None. Scale all gradients so their joint L2 norm is at most this.
         loss_scale_factor: float or None. Gradients are divided by it before use; `scale_loss`
             multiplies a loss by it.
-        use_ema, ema_momentum, ema_overwrite_frequency, gradient_accumulation_steps: accepted
-            for Keras config compatibility; only their "off" values are supported.
+        use_ema: bool. Keep an exponential moving average (EMA) of each trained variable:
+            after every update ``average = m * average + (1 - m) * variable`` with
+            ``m = ema_momentum`` (``m = 0`` at the first step, so the average starts at the
+            variable). At the end of ``fit`` the variables are overwritten with their averages
+            (`finalize_variable_values`); `kerasrs.callbacks.SwapEMAWeights` evaluates with them.
+        ema_momentum: float in [0, 1]. Defaults to 0.99.
+        ema_overwrite_frequency: int >= 1 or None: also overwrite the variables with their
+            averages after every that many steps.
+        gradient_accumulation_steps: accepted for Keras config compatibility; only None.
         name: str. Prefix of the variable paths (``"adam/iteration"``). Defaults to the class
             name in snake case, as Keras (``"adam"``, ``"rm_sprop"``, ``"adam_w"``).
 
     Raises:
         ValueError: for more than one clipping option, a non-positive clip value, an unknown
-            keyword, or a learning rate that is not a number, schedule or callable, or is a
-            negative, NaN or infinite number.
-        NotImplementedError: for ``use_ema=True`` or ``gradient_accumulation_steps``.
+            keyword, a learning rate that is not a number, schedule or callable, or is a
+            negative, NaN or infinite number; with ``use_ema=True``, an ``ema_momentum``
+            outside [0, 1] or an ``ema_overwrite_frequency`` that is not an int >= 1.
+        NotImplementedError: for ``gradient_accumulation_steps``.
     """
 
     def __init__(self, learning_rate, weight_decay=None, clipnorm=None, clipvalue=None,
@@ -58,11 +66,12 @@ class Optimizer:
         kwargs.pop("decay", None)  # Keras 2 argument, ignored by Keras 3 as well
         if kwargs:
             raise ValueError(f"{type(self).__name__}: unknown argument(s). Received: {kwargs}")
-        if use_ema or gradient_accumulation_steps:
-            raise NotImplementedError(f"{type(self).__name__}: use_ema and "
-                                      "gradient_accumulation_steps are not supported. Received: "
-                                      f"use_ema={use_ema}, gradient_accumulation_steps="
+        if gradient_accumulation_steps:
+            raise NotImplementedError(f"{type(self).__name__}: gradient_accumulation_steps is "
+                                      "not supported. Received: gradient_accumulation_steps="
                                       f"{gradient_accumulation_steps}")
+        if use_ema:
+            _check_ema(type(self).__name__, ema_momentum, ema_overwrite_frequency)
         clips = {"clipnorm": clipnorm, "clipvalue": clipvalue, "global_clipnorm": global_clipnorm}
         set_clips = {k: v for k, v in clips.items() if v is not None}
         if len(set_clips) > 1:
@@ -75,7 +84,7 @@ class Optimizer:
         self.name = name or _snake_case(type(self).__name__)
         self.weight_decay = weight_decay
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
-        self.use_ema, self.ema_momentum = False, ema_momentum
+        self.use_ema, self.ema_momentum = bool(use_ema), ema_momentum
         self.ema_overwrite_frequency = ema_overwrite_frequency
         self.loss_scale_factor = loss_scale_factor
         self.gradient_accumulation_steps = None
@@ -117,6 +126,9 @@ class Optimizer:
         """Record the model variables this optimizer updates; subclasses then add their slots."""
         self._trainable_variables = list(variables)
         self._index = {id(v): i for i, v in enumerate(self._trainable_variables)}
+        if self.use_ema:  # Keras makes these before the subclass's slots
+            self._model_variables_moving_average = self.add_optimizer_variables(
+                self._trainable_variables, "average")
         self.built = True
 
     def add_variable_from_reference(self, reference_variable, name, initializer=0.0):
@@ -258,7 +270,25 @@ class Optimizer:
         with autodiff.no_grad():
             self._apply_weight_decay([v for _, v in pairs], lr)
             self._update_all(pairs, lr)
+            if self.use_ema:
+                self._update_moving_averages()
             self._iterations.data += 1
+
+    def _update_moving_averages(self):
+        """EMA step (Keras 3's order: after the update, before ``iterations += 1``), then the
+        periodic overwrite of the variables by their averages."""
+        first = int(self._iterations.data) == 0
+        for variable, average in zip(self._trainable_variables,
+                                     self._model_variables_moving_average):
+            momentum = variable.dtype.type(0.0 if first else self.ema_momentum)
+            scratch = self._scratch(variable, slot="ema")
+            variable.backend.xp.multiply(variable.data, variable.dtype.type(1) - momentum,
+                                         out=scratch)
+            average.data *= momentum
+            average.data += scratch
+        frequency = self.ema_overwrite_frequency
+        if frequency and (int(self._iterations.data) + 1) % frequency == 0:
+            self.finalize_variable_values(self._trainable_variables)
 
     def _update_all(self, pairs, lr):
         for gradient, variable in pairs:
@@ -369,7 +399,7 @@ class Optimizer:
                              f"Received: learning_rate={lr!r}")
         return {"name": self.name, "learning_rate": lr, "weight_decay": self.weight_decay,
                 "clipnorm": self.clipnorm, "global_clipnorm": self.global_clipnorm,
-                "clipvalue": self.clipvalue, "use_ema": False,
+                "clipvalue": self.clipvalue, "use_ema": self.use_ema,
                 "ema_momentum": self.ema_momentum,
                 "ema_overwrite_frequency": self.ema_overwrite_frequency,
                 "loss_scale_factor": self.loss_scale_factor,
@@ -384,11 +414,29 @@ class Optimizer:
         return cls(**config)
 
     def finalize_variable_values(self, var_list):
-        """Hook called at the end of ``fit``; a no-op without EMA."""
+        """Called at the end of ``fit``: with EMA, overwrite each variable of ``var_list`` that
+        this optimizer trains with its moving average; otherwise nothing."""
+        if not self.use_ema or not self.built:
+            return
+        for variable in var_list:
+            index = self._index.get(id(variable))
+            if index is not None:
+                variable.data[...] = self._model_variables_moving_average[index].data
 
     def __repr__(self):
         return (f"<{type(self).__name__} name={self.name} "
                 f"learning_rate={self._current_learning_rate():g}>")
+
+
+def _check_ema(owner, momentum, overwrite_frequency):
+    if not 0 <= momentum <= 1:
+        raise ValueError(f"{owner}: ema_momentum must be in [0, 1]. Received: "
+                         f"ema_momentum={momentum!r}")
+    if overwrite_frequency is not None and (isinstance(overwrite_frequency, bool) or not
+                                            isinstance(overwrite_frequency, int) or
+                                            overwrite_frequency < 1):
+        raise ValueError(f"{owner}: ema_overwrite_frequency must be an int >= 1 or None. "
+                         f"Received: ema_overwrite_frequency={overwrite_frequency!r}")
 
 
 def _clip_by_norm(g, clipnorm):

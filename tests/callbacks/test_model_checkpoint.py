@@ -210,3 +210,17 @@ def test_a_failed_checkpoint_save_leaves_the_previous_one_intact(tmp_path, monke
     loaded = kerasrs.models.load_model(path)
     for w, value in zip(loaded.weights, snapshots[0]):  # epoch 1's checkpoint
         np.testing.assert_array_equal(w.numpy(), value)
+
+
+@pytest.mark.parametrize("monitor, first", [("val_loss", "inf"), ("val_accuracy", "-inf")])
+def test_first_message_starts_from_the_worst_value_not_none(monitor, first, tmp_path, capsys):
+    cb = ModelCheckpoint(tmp_path / "m.keras", monitor=monitor, save_best_only=True, verbose=1)
+    _run(cb, [{monitor: 0.5}, {monitor: 0.5}])
+    out = capsys.readouterr().out
+    assert f"{monitor} improved from {first} to 0.50000" in out and "None" not in out
+    assert f"{monitor} did not improve from 0.50000" in out
+
+
+def test_invalid_mode_raises(tmp_path):
+    with pytest.raises(ValueError, match=r"mode must be 'auto', 'min' or 'max'.*mode='best'"):
+        ModelCheckpoint(tmp_path / "m.keras", mode="best")

@@ -1,0 +1,73 @@
+"""`MonitorCallback`: the shared logic of callbacks that watch one log value (EarlyStopping,
+ReduceLROnPlateau): the direction from ``mode``, ``min_delta``, and a warning when the value is
+missing."""
+
+import warnings
+
+from kerasrs.callbacks.callback import Callback
+from kerasrs.callbacks.model_checkpoint import monitor_direction
+
+__all__ = []
+
+
+class MonitorCallback(Callback):
+    """Base class of callbacks that compare a monitored log value with the best one so far.
+
+    Args:
+        monitor: the log name to watch (``"val_loss"``, ``"accuracy"``, ...).
+        mode: "min", "max" or "auto" ("auto" minimizes losses and error metrics and maximizes
+            accuracy-like metrics, as `ModelCheckpoint` decides; see `monitor_direction`).
+        baseline: float or None: the value to beat at first.
+        min_delta: a change smaller than this (in absolute value) is no improvement.
+
+    Raises:
+        ValueError: for a ``mode`` other than "auto", "min" or "max"; in "auto" mode, at the
+            first check, for a name whose direction cannot be told.
+    """
+
+    def __init__(self, monitor="val_loss", mode="auto", baseline=None, min_delta=0):
+        super().__init__()
+        if mode not in ("auto", "min", "max"):
+            raise ValueError(f"{type(self).__name__}: mode must be 'auto', 'min' or 'max'. "
+                             f"Received: mode={mode!r}")
+        self.monitor, self.mode = monitor, mode
+        self.best = baseline
+        self.min_delta = abs(min_delta)
+        self.monitor_op = None
+
+    def _set_monitor_op(self):
+        direction = {"min": "down", "max": "up"}.get(self.mode) or monitor_direction(
+            self.monitor, getattr(self.model, "metrics", None) or [])
+        if direction is None:
+            raise ValueError(f"{type(self).__name__}: cannot tell whether {self.monitor!r} "
+                             "should be maximized or minimized. Pass mode='max' or mode='min'. "
+                             f"Received: monitor={self.monitor!r}, mode='auto'")
+        self.monitor_op = _greater if direction == "up" else _less
+
+    def _is_improvement(self, value, reference):
+        """Whether ``value`` beats ``reference`` (None: anything does) by more than min_delta.
+        NaN never improves."""
+        if reference is None:
+            return True
+        if self.monitor_op is _less:
+            return value + self.min_delta < reference
+        return value - self.min_delta > reference
+
+    def get_monitor_value(self, logs):
+        """``logs[monitor]`` as a float, or None with a warning that lists the available keys
+        (callers look once per epoch, so it warns at most once per epoch)."""
+        value = (logs or {}).get(self.monitor)
+        if value is None:
+            warnings.warn(f"{type(self).__name__}: the monitored value {self.monitor!r} is not "
+                          f"in the logs, so this epoch is skipped. Available: "
+                          f"{sorted(logs or {})}", stacklevel=3)
+            return None
+        return float(value)
+
+
+def _less(a, b):
+    return a < b
+
+
+def _greater(a, b):
+    return a > b
