@@ -133,3 +133,15 @@ def test_training_on_cupy_matches_numpy(cp_be, names=("numpy", "cupy")):
         np.testing.assert_allclose(l_cp, l_np, rtol=1e-4)
         np.testing.assert_allclose(kerasrs.backend.convert_to_numpy(p_cp), p_np, rtol=1e-3,
                                    atol=1e-4)
+
+
+def test_dropout_layer_masks_are_the_same_on_both_backends(cp_be):
+    x = np.ones((8, 300), "float32")
+    masks = {}
+    for name in ("numpy", "cupy"):
+        with kerasrs.backend.using(name):
+            layer = kerasrs.layers.Dropout(0.4, seed=11)
+            masks[name] = [kerasrs.backend.convert_to_numpy(layer(x, training=True))
+                           for _ in range(2)]
+    for a, b in zip(masks["numpy"], masks["cupy"]):
+        np.testing.assert_array_equal(a, b)
