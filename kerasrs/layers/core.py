@@ -124,19 +124,21 @@ def dropout_mask(layer, shape, rate, dtype, be):
     """An inverted-dropout multiplier (0 with probability ``rate``, else ``1 / (1 - rate)``) of
     ``shape`` from the backend's counter-based Philox kernel (``be.dropout_mask``).
 
-    The key is ``layer.seed``, or one drawn at the layer's first call from
-    `kerasrs.backend.dropout_seed`; the counter offset is the layer's number of earlier masks.
-    So a seed gives the same masks, call after call, on NumPy and on CuPy.
+    With ``layer.seed`` the key is the seed and the counter offset the number of masks the
+    layer drew before; without, each mask takes a fresh key from `kerasrs.backend.dropout_seed`
+    (one host stream that ``set_random_seed`` seeds, so a model rebuilt or reloaded in the same
+    process continues it). Either way a seed gives the same masks on NumPy and on CuPy.
     """
-    state = layer.__dict__.setdefault("_philox_state", [None, 0])  # [key, masks drawn]
-    if state[0] is None:
-        seed = getattr(layer, "seed", None)
-        state[0] = backend_module.dropout_seed() if seed is None else int(seed) % 2 ** 64
-    offset = state[1]
-    state[1] += 1
+    seed = getattr(layer, "seed", None)
+    if seed is None:
+        key, offset = backend_module.dropout_seed(), 0
+    else:
+        drawn = layer.__dict__.setdefault("_philox_offset", [0])
+        key, offset = int(seed) % 2 ** 64, drawn[0]
+        drawn[0] += 1
     if rate >= 1:
         return be.xp.zeros(shape, dtype)
-    return be.dropout_mask(tuple(shape), rate, state[0], offset, dtype)
+    return be.dropout_mask(tuple(shape), rate, key, offset, dtype)
 
 
 class Dropout(Layer):
