@@ -159,8 +159,8 @@ class CupyBackend(base.Backend):
     def max_pool_grad(self, gy, argmax, x_shape):
         if not self._fusable(gy) or len(x_shape) - 2 > 3:
             return super().max_pool_grad(gy, argmax, x_shape)
-        return self.kernels.max_pool_grad(self._c(gy), self._c(argmax.astype(np.int32)),
-                                          x_shape)
+        argmax = self._c(argmax.astype(np.int32, copy=False))
+        return self.kernels.max_pool_grad(self._c(gy), argmax, x_shape)
 
     def layer_norm(self, x, gamma, beta, epsilon):
         if not self._fusable(x, gamma, beta):
