@@ -193,16 +193,17 @@ class CupyBackend(base.Backend):
 
     def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
                    out=None):
-        if (not self._fusable(z, c_prev) or not z.flags.c_contiguous
-                or {activation, recurrent_activation} - set(_ACTIVATIONS)):
+        if not self._fusable(z, c_prev) or {activation, recurrent_activation} - _ACTIVATIONS:
             return super().lstm_gates(z, c_prev, activation, recurrent_activation, out)
-        res = self.kernels.lstm_gates(z, self._c(c_prev), activation, recurrent_activation)
+        zc = self._c(z)  # z is updated in place: a strided z goes through a contiguous copy
+        res = self.kernels.lstm_gates(zc, self._c(c_prev), activation, recurrent_activation)
+        _copy_back(z, zc)
         return base._write_out(out, res)
 
     def lstm_gates_grad(self, gates, c_prev, tc, dh, dc, activation="tanh",
                         recurrent_activation="sigmoid", out=None):
         if (not self._fusable(gates, c_prev, tc, dh, dc)
-                or {activation, recurrent_activation} - set(_ACTIVATIONS)):
+                or {activation, recurrent_activation} - _ACTIVATIONS):
             return super().lstm_gates_grad(gates, c_prev, tc, dh, dc, activation,
                                            recurrent_activation, out)
         res = self.kernels.lstm_gates_grad(*map(self._c, (gates, c_prev, tc, dh, dc)),
@@ -211,17 +212,19 @@ class CupyBackend(base.Backend):
 
     def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
                   out=None):
-        if (not self._fusable(xz, hz, h_prev) or not xz.flags.c_contiguous
-                or {activation, recurrent_activation} - set(_ACTIVATIONS)):
+        if (not self._fusable(xz, hz, h_prev)
+                or {activation, recurrent_activation} - _ACTIVATIONS):
             return super().gru_gates(xz, hz, h_prev, activation, recurrent_activation, out)
-        h = self.kernels.gru_gates(xz, self._c(hz), self._c(h_prev), activation,
+        xc = self._c(xz)  # updated in place, as z in lstm_gates
+        h = self.kernels.gru_gates(xc, self._c(hz), self._c(h_prev), activation,
                                    recurrent_activation)
+        _copy_back(xz, xc)
         return base._write_out(None if out is None else (out,), (h,))[0]
 
     def gru_gates_grad(self, gates, hz, h_prev, dh, activation="tanh",
                        recurrent_activation="sigmoid", out=None):
         if (not self._fusable(gates, hz, h_prev, dh)
-                or {activation, recurrent_activation} - set(_ACTIVATIONS)):
+                or {activation, recurrent_activation} - _ACTIVATIONS):
             return super().gru_gates_grad(gates, hz, h_prev, dh, activation,
                                           recurrent_activation, out)
         res = self.kernels.gru_gates_grad(*map(self._c, (gates, hz, h_prev, dh)), activation,
@@ -230,11 +233,17 @@ class CupyBackend(base.Backend):
 
 
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_ACTIVATIONS = tuple(cuda_kernels.ACTIVATIONS)
+_ACTIVATIONS = frozenset(cuda_kernels.ACTIVATIONS)
 
 
 def _contiguous(arrays):
     return all(a.flags.c_contiguous for a in arrays)
+
+
+def _copy_back(a, working):
+    """Write an in-place kernel's result into ``a`` when it worked on a contiguous copy."""
+    if working is not a:
+        a[...] = working
 
 
 def _into(out, result):

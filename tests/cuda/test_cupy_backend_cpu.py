@@ -100,6 +100,15 @@ def test_overrides_write_into_out_arrays(emu, rng):
 
 def test_in_place_kernels(emu, rng):
     f = lambda *s: rng.standard_normal(s).astype(np.float32)
+    for z in (f(3, 8), np.asfortranarray(f(3, 8))):  # a transposed z is updated in place too
+        c_prev, z_ref = f(3, 2), z.copy()
+        want = TWIN.lstm_gates(emu, z_ref, c_prev)
+        emu._kernels.launched.clear()
+        got = emu.lstm_gates(z, c_prev)
+        assert emu._kernels.launched
+        np.testing.assert_allclose(z, z_ref, rtol=1e-5, atol=1e-6)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     check(emu, "lstm_gates", (f(3, 8), f(3, 2)))
     check(emu, "gru_gates", (f(3, 6), f(3, 6), f(3, 2)))
     ps = [f(5), f(2, 3)]
