@@ -91,10 +91,10 @@ def relu(x, out):
 
 
 # -- optimizers -------------------------------------------------------------------------------------
-@parallel
-def adam(w, g, m, v, alpha, beta_1, beta_2, epsilon, decay):
-    """One Adam step on flat arrays; ``decay = weight_decay * lr`` (0 for none)."""
-    for i in prange(w.size):
+@serial
+def adam_range(w, g, m, v, alpha, beta_1, beta_2, epsilon, decay, start, stop):
+    """One Adam step on ``[start, stop)`` of flat arrays; ``decay = weight_decay * lr``."""
+    for i in range(start, stop):
         gi = g[i]
         mi = m[i] + (1 - beta_1) * (gi - m[i])
         vi = v[i] + (1 - beta_2) * (gi * gi - v[i])
@@ -105,8 +105,17 @@ def adam(w, g, m, v, alpha, beta_1, beta_2, epsilon, decay):
 
 
 @parallel
-def sgd(w, g, v, lr, momentum, nesterov, decay):
-    for i in prange(w.size):
+def adam(w, g, m, v, alpha, beta_1, beta_2, epsilon, decay, blocks):
+    """`adam_range` over ``blocks`` blocks in parallel (small arrays: call adam_range)."""
+    n = w.size
+    for k in prange(blocks):
+        adam_range(w, g, m, v, alpha, beta_1, beta_2, epsilon, decay, k * n // blocks,
+                   (k + 1) * n // blocks)
+
+
+@serial
+def sgd_range(w, g, v, lr, momentum, nesterov, decay, start, stop):
+    for i in range(start, stop):
         wi = w[i] - w[i] * decay
         step = lr * g[i]
         if momentum == 0:
@@ -115,6 +124,14 @@ def sgd(w, g, v, lr, momentum, nesterov, decay):
             vi = momentum * v[i] - step
             v[i] = vi
             w[i] = wi + (momentum * vi - step if nesterov else vi)
+
+
+@parallel
+def sgd(w, g, v, lr, momentum, nesterov, decay, blocks):
+    n = w.size
+    for k in prange(blocks):
+        sgd_range(w, g, v, lr, momentum, nesterov, decay, k * n // blocks,
+                  (k + 1) * n // blocks)
 
 
 # -- layer normalization ----------------------------------------------------------------------------

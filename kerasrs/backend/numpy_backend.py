@@ -146,8 +146,12 @@ class NumpyBackend(base.Backend):
                                  weight_decay, None)
                 continue
             g = np.ascontiguousarray(g, dtype=w.dtype).reshape(-1)
-            k.adam(w.reshape(-1), g, m.reshape(-1), v.reshape(-1), alpha, beta_1, beta_2,
-                   epsilon, decay)
+            args = (w.reshape(-1), g, m.reshape(-1), v.reshape(-1), alpha, beta_1, beta_2,
+                    epsilon, decay)
+            if w.size < _PARALLEL_SIZE:  # threads cost more than they save on small arrays
+                k.adam_range(*args, 0, w.size)
+            else:
+                k.adam(*args, k.chunks(w.size))
 
     def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
                    weight_decay=0.0):
@@ -159,8 +163,12 @@ class NumpyBackend(base.Backend):
                                 nesterov, weight_decay)
                 continue
             g = np.ascontiguousarray(g, dtype=w.dtype).reshape(-1)
-            k.sgd(w.reshape(-1), g, v.reshape(-1), lr, float(momentum), bool(nesterov),
-                  float(weight_decay) * lr)
+            args = (w.reshape(-1), g, v.reshape(-1), lr, float(momentum), bool(nesterov),
+                    float(weight_decay) * lr)
+            if w.size < _PARALLEL_SIZE:
+                k.sgd_range(*args, 0, w.size)
+            else:
+                k.sgd(*args, k.chunks(w.size))
 
     def layer_norm(self, x, gamma, beta, epsilon):
         k = _compiled_for(x)
@@ -265,6 +273,7 @@ class NumpyBackend(base.Backend):
         return gx
 
 
+_PARALLEL_SIZE = 1 << 15  # elements below which a flat kernel runs on the calling thread
 _CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 _kernels = []  # [module] once numba imported, [None] if it is missing
 

@@ -16,6 +16,7 @@ from kerasrs.layers.base import (
     _get_regularizer,
     _serialize_regularizer,
 )
+from kerasrs.ops import convolution, projection
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D"]
 
@@ -223,6 +224,11 @@ class BaseConv(Layer):
             pads[2 if self.data_format == "channels_first" else 1] = (
                 (self.kernel_size[0] - 1) * self.dilation_rate[0], 0)
             inputs, padding = ops.pad(inputs, pads), "valid"
+        act = activations.serialize(self.activation)
+        if act in projection.ACTIVATIONS and not getattr(inputs, "_kerasrs_symbolic", False):
+            # one op: bias and activation applied to the GEMM's output in place
+            return convolution.conv_bias_act(inputs, self.kernel, self.bias, self.strides,
+                                             padding, self.data_format, self.dilation_rate, act)
         outputs = ops.conv(inputs, self.kernel, self.strides, padding, self.data_format,
                            self.dilation_rate)
         if self.bias is not None:

@@ -24,6 +24,7 @@ The module is named ``convolution`` so that ``kerasrs.ops.conv`` can be the op, 
 
 import itertools
 import math
+import weakref
 
 import numpy as np
 
@@ -220,27 +221,72 @@ def _kernel_groups(w, groups):
     return w2.transpose(1, 0, 2)
 
 
+class _BufferPool:
+    """Column matrices reused from step to step. A buffer goes back to the pool when the op that
+    holds it is garbage-collected (after its backward), so the next step's forward takes the
+    same memory instead of faulting in fresh pages (first touch is slow on the project's CPU,
+    see PERFORMANCE.md). At most ``keep`` free buffers per shape are kept."""
+
+    def __init__(self, keep=2):
+        self.keep, self.free = keep, {}
+
+    def take(self, owner, xp, shape, dtype):
+        free = self.free.setdefault((xp.__name__, shape, np.dtype(dtype).str), [])
+        buf = free.pop() if free else xp.empty(shape, dtype)
+        weakref.finalize(owner, self._give, free, buf)
+        return buf
+
+    def _give(self, free, buf):
+        if len(free) < self.keep:
+            free.append(buf)
+
+
+_columns = _BufferPool()
+
+
 class Conv(Function):
-    """N-d cross-correlation (no kernel flip) by im2col + one GEMM per group."""
+    """N-d cross-correlation (no kernel flip) by im2col + one GEMM per group, with an optional
+    bias and activation applied to the GEMM's output in place (backend ``bias_act``).
 
-    def __init__(self, geometry, groups, channels_first):
+    2-D convolutions without groups use the backend kernel ``im2col`` into a pooled buffer."""
+
+    def __init__(self, geometry, groups, channels_first, activation="linear"):
         self.geometry, self.groups, self.channels_first = geometry, groups, channels_first
+        self.activation = activation
 
-    def forward(self, x, w):
+    def forward(self, x, w, *bias):
         xp, geo, g = self.xp, self.geometry, self.groups
         self.w = w
-        xpad = pad(xp, _to_last(xp, x, self.channels_first), geo)
-        self.cols = im2col(xp, xpad, geo, g)
+        x = _to_last(xp, x, self.channels_first)
+        if g == 1 and x.ndim == 4:
+            m = geo.in_shape[0] * math.prod(geo.out)
+            buf = _columns.take(self, xp, (m, math.prod(geo.window) * x.shape[-1]), x.dtype)
+            self.cols = self.backend.im2col(x, geo.window, geo.strides, geo.dilation,
+                                            tuple(zip(geo.before, geo.after)), out=buf)[None]
+        else:
+            self.cols = im2col(xp, pad(xp, x, geo), geo, g)
         if g == 1:
             y = self.cols[0] @ w.reshape(-1, w.shape[-1])
         else:
             y = xp.matmul(self.cols, _kernel_groups(w, g)).transpose(1, 0, 2)
+            y = xp.ascontiguousarray(y).reshape(-1, w.shape[-1])
+        self.y2 = None
+        if bias or self.activation != "linear":
+            self.backend.bias_act(y, bias[0] if bias else None, self.activation, out=y)
+            self.y2 = y if self.activation != "linear" else None
         y = y.reshape(*geo.out_shape, w.shape[-1])
         return _from_last(xp, y, self.channels_first)
 
     def backward(self, gy):
         xp, geo, g, w = self.xp, self.geometry, self.groups, self.w
-        gy = _to_last(xp, gy, self.channels_first).reshape(-1, g, w.shape[-1] // g)
+        gy = _to_last(xp, gy, self.channels_first).reshape(-1, w.shape[-1])
+        need_bias = len(self.needs_grad) == 3 and self.needs_grad[2]
+        gb = None
+        if self.y2 is not None:  # gy * act'(y) and the bias gradient in one pass
+            gy, gb = self.backend.bias_act_grad(self.y2, gy, self.activation, need_bias)
+        elif need_bias:
+            gb = gy.sum(axis=0)
+        gy = gy.reshape(-1, g, w.shape[-1] // g)
         gx = gw = None
         if g == 1:
             gy2 = gy[:, 0, :]
@@ -258,7 +304,7 @@ class Conv(Function):
                 gx = col2im(xp, gcols, geo, geo.in_shape[-1], g)
         if gx is not None:
             gx = _from_last(xp, unpad(gx, geo), self.channels_first)
-        return gx, gw
+        return (gx, gw) if len(self.needs_grad) == 2 else (gx, gw, gb)
 
 
 def _check_conv_args(op, inputs, kernel, strides, padding, data_format, dilation_rate,
@@ -327,6 +373,26 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
     geometry, groups, channels_first = _check_conv_args(
         "conv", inputs, kernel, strides, padding, data_format, dilation_rate)
     return Conv(geometry, groups, channels_first).apply(inputs, kernel)
+
+
+def conv_bias_act(inputs, kernel, bias, strides=1, padding="valid", data_format=None,
+                  dilation_rate=1, activation="linear"):
+    """``activation(conv(inputs, kernel, ...) + bias)`` as one op: the convolution layers' fast
+    path (bias and activation applied to the GEMM's output in place, their backward in one
+    pass). Arguments as `conv`, plus ``bias`` (``(filters,)`` or None) and ``activation``
+    ("linear", "relu", "sigmoid" or "tanh").
+
+    Raises:
+        ValueError: as `conv`, and for a bias that is not ``(filters,)``.
+    """
+    geometry, groups, channels_first = _check_conv_args(
+        "conv", inputs, kernel, strides, padding, data_format, dilation_rate)
+    if bias is None:
+        return Conv(geometry, groups, channels_first, activation).apply(inputs, kernel)
+    if tuple(_shape(bias)) != tuple(_shape(kernel)[-1:]):
+        raise ValueError(f"conv: the bias must have shape {tuple(_shape(kernel)[-1:])}. "
+                         f"Received: bias shape {tuple(_shape(bias))}")
+    return Conv(geometry, groups, channels_first, activation).apply(inputs, kernel, bias)
 
 
 def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None,

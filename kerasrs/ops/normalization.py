@@ -174,39 +174,26 @@ def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilo
 
 class FusedLayerNorm(Function):
     """Layer normalization over the trailing axes of sizes ``param_shape`` (the input seen as
-    ``(rows, size)``), with ``gamma``/``beta`` of ``param_shape``."""
+    ``(rows, size)``), with ``gamma``/``beta`` of ``param_shape``: the backend kernels
+    ``layer_norm`` / ``layer_norm_grad`` (one pass each way on the CPU; statistics in float32
+    at least)."""
 
     def __init__(self, param_shape, epsilon):
         self.gamma_shape, self.epsilon = tuple(param_shape), epsilon
         self.size = int(np.prod(param_shape))
 
     def forward(self, x, gamma, beta):
-        xp, self.shape, d = self.xp, x.shape, x.dtype.type(self.size)
-        x2 = x.reshape(-1, self.size)
-        self.average = xp.full(self.size, 1 / self.size, x.dtype)  # row means as one GEMV
-        xhat = x2 - (x2 @ self.average)[:, None]
-        var = xp.einsum("ij,ij->i", xhat, xhat) / d
-        self.inv = (1 / xp.sqrt(var + x.dtype.type(self.epsilon)))[:, None]
-        xhat *= self.inv
-        self.xhat, self.gamma = xhat, gamma.reshape(-1)
-        y = xhat * self.gamma
-        y += beta.reshape(-1)
+        self.shape = x.shape
+        self.x2, self.gamma = x.reshape(-1, self.size), gamma.reshape(-1)
+        y, self.mean, self.rstd = self.backend.layer_norm(self.x2, self.gamma, beta.reshape(-1),
+                                                          self.epsilon)
         return y.reshape(self.shape)
 
     def backward(self, gy):
-        xp, xhat = self.xp, self.xhat
-        gy2 = gy.reshape(-1, self.size)
-        ggamma = xp.einsum("ij,ij->j", gy2, xhat).reshape(self.gamma_shape)
-        gbeta = (xp.ones(gy2.shape[0], gy2.dtype) @ gy2).reshape(self.gamma_shape)
-        gx = None
-        if self.needs_grad[0]:
-            gxhat = gy2 * self.gamma
-            gx = xhat * (xp.einsum("ij,ij->i", gxhat, xhat) / gy2.dtype.type(self.size))[:, None]
-            gx += (gxhat @ self.average)[:, None]
-            xp.subtract(gxhat, gx, out=gx)
-            gx *= self.inv
-            gx = gx.reshape(self.shape)
-        return gx, ggamma, gbeta
+        gx, ggamma, gbeta = self.backend.layer_norm_grad(gy.reshape(-1, self.size), self.x2,
+                                                         self.gamma, self.mean, self.rstd)
+        return gx.reshape(self.shape), ggamma.reshape(self.gamma_shape), \
+            gbeta.reshape(self.gamma_shape)
 
 
 def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, rms_scaling=False):

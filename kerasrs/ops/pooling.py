@@ -68,8 +68,10 @@ def _spread(xp, g, axis, size, k, s, o, share):
 
 
 class MaxPool(Function):
-    """Max over windows, one spatial axis at a time (a 2x2 max is a max of row pairs, then of
-    column pairs); each stage keeps which of its k slices won (bool for k=2, else uint8)."""
+    """Max over windows. 1-D and 2-D float inputs: the backend kernel ``max_pool``, which keeps
+    each window's winner as an index (backward scatters through it). Otherwise one spatial axis
+    at a time (a 2x2 max is a max of row pairs, then of column pairs); each stage keeps which
+    of its k slices won (bool for k=2, else uint8)."""
 
     def __init__(self, geometry, channels_first):
         self.geometry, self.channels_first = geometry, channels_first
@@ -77,6 +79,16 @@ class MaxPool(Function):
     def forward(self, x):
         xp, geo = self.xp, self.geometry
         x = _to_last(xp, x, self.channels_first)
+        self.argmax = None
+        if x.ndim in (3, 4) and x.dtype.kind == "f":  # 1-D/2-D: the backend kernel with argmax
+            one = x.ndim == 3  # 1-D pooling as 2-D with a height of 1
+            x4 = x[:, None] if one else x
+            lead = (1,) if one else ()
+            pads = (((0, 0),) if one else ()) + tuple(zip(geo.before, geo.after))
+            y, self.argmax = self.backend.max_pool(x4, lead + geo.window, lead + geo.strides,
+                                                   pads)
+            self.x4_shape = x4.shape
+            return _from_last(xp, y[:, 0] if one else y, self.channels_first)
         lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
         y = pad(xp, x, geo, fill=lowest)
         self.winners = []
@@ -100,6 +112,11 @@ class MaxPool(Function):
     def backward(self, gy):
         xp, geo = self.xp, self.geometry
         g = _to_last(xp, gy, self.channels_first)
+        if self.argmax is not None:
+            gx = self.backend.max_pool_grad(g.reshape(self.argmax.shape), self.argmax,
+                                            self.x4_shape)
+            gx = gx.reshape(geo.in_shape)
+            return (_from_last(xp, gx, self.channels_first),)
         stages = _pool_stages(geo)
         sizes = [geo.padded[axis - 1] for axis, _, _, _ in stages]
         for (axis, k, s, o), size, winner in reversed(list(zip(stages, sizes, self.winners))):

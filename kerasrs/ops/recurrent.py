@@ -48,6 +48,7 @@ class _Recurrence(Function):
 
     n_states = 1
     n_gates = 1
+    fused_gates = False  # the cell's gate arithmetic is one backend kernel (no pre-scaling)
 
     def __init__(self, units, activations, use_bias, mask, recurrent_mask, go_backwards,
                  return_sequences, return_state, zero_output_for_mask):
@@ -63,8 +64,10 @@ class _Recurrence(Function):
         xt = x.transpose(1, 2, 0)  # (time, features, batch)
         self.xt = xp.ascontiguousarray(xt[::-1] if self.go_backwards else xt)
         self.kernel, self.rk = kernel, recurrent_kernel
-        self.gates = Gates(xp, self._gate_names(), self.units, self.n_gates, x.dtype)
-        scale = self.gates.prescale
+        scale = None
+        if not self.fused_gates:
+            self.gates = Gates(xp, self._gate_names(), self.units, self.n_gates, x.dtype)
+            scale = self.gates.prescale
         kernel_f = kernel if scale is None else kernel * scale
         self.rk_f = recurrent_kernel if scale is None else recurrent_kernel * scale
         self.z = xp.matmul(kernel_f.T, self.xt)  # (time, G units, batch): one batched GEMM
@@ -240,10 +243,12 @@ class _SimpleRNN(_Recurrence):
 
 class _LSTM(_Recurrence):
     """Keras's LSTM step: gates ``i, f, c~, o``; ``c_t = f c_{t-1} + i c~``; ``h_t = o act(c_t)``.
-    """
+    The gate arithmetic of a step is one call of the backend kernel ``lstm_gates`` (and
+    ``lstm_gates_grad`` back), on transposed views of the gate-major arrays."""
 
     n_states = 2
     n_gates = 4
+    fused_gates = True
 
     def _gate_names(self):
         act, rec = self.activations
@@ -253,38 +258,27 @@ class _LSTM(_Recurrence):
         self.tc = xp.empty((steps, self.units, batch), dtype)  # act(c_t) before any masking
 
     def _step(self, xp, t):
-        u = self.units
         z = self.z[t]
         xp.matmul(self.rk_f.T, self._h_in(xp, t), out=self.buf)
         z += self.buf
-        self.gates.apply(xp, z)
-        c = self.states[1][t + 1]
-        xp.multiply(z[u:2 * u], self.states[1][t], out=c)
-        xp.multiply(z[:u], z[2 * u:3 * u], out=self.buf1)
-        c += self.buf1
-        activate(xp, c, self.activations[0], out=self.tc[t])
-        xp.multiply(z[3 * u:], self.tc[t], out=self.states[0][t + 1])
+        self.backend.lstm_gates(z.T, self.states[1][t].T, *self.activations,
+                                out=(self.states[0][t + 1].T, self.states[1][t + 1].T,
+                                     self.tc[t].T))
 
     def _step_back(self, xp, t, d_states):
-        u = self.units
         dh, dc = d_states
-        z, dz, tc, b1 = self.z[t], self.dz, self.tc[t], self.buf1
-        xp.multiply(dh, tc, out=dz[3 * u:])  # d o
-        derivative(xp, tc, self.activations[0], b1)
-        b1 *= z[3 * u:]
-        b1 *= dh
-        dc = dc + b1  # d c_t (a new array: d_states may be the caller's buffers)
-        xp.multiply(dc, z[2 * u:3 * u], out=dz[:u])  # d i
-        xp.multiply(dc, self.states[1][t], out=dz[u:2 * u])  # d f
-        xp.multiply(dc, z[:u], out=dz[2 * u:3 * u])  # d c~
-        dc *= z[u:2 * u]
-        self.gates.derivative(xp, z, self.buf)
-        dz *= self.buf
-        self._accumulate_recurrent(xp, self._h_in(xp, t), dz)
-        dh = xp.matmul(self.rk, dz)
+        dc_prev = self.dc_buffers[t % 2]  # two buffers: a step never writes the one it reads
+        self.backend.lstm_gates_grad(self.z[t].T, self.states[1][t].T, self.tc[t].T, dh.T,
+                                     dc.T, *self.activations, out=(self.dz.T, dc_prev.T))
+        self._accumulate_recurrent(xp, self._h_in(xp, t), self.dz)
+        dh = xp.matmul(self.rk, self.dz)
         if self.rmask is not None:
             dh *= self.rmask_t
-        return [dh, dc]
+        return [dh, dc_prev]
+
+    def _prepare_back(self, xp, batch, steps, dtype):
+        super()._prepare_back(xp, batch, steps, dtype)
+        self.dc_buffers = [xp.empty((self.units, batch), dtype) for _ in range(2)]
 
 
 class _GRU(_Recurrence):

@@ -254,7 +254,7 @@ def test_layer_norm_float64_statistics(backend, rng):
 
 
 # -- optimizers -------------------------------------------------------------------------------------
-SHAPES = [(1,), (7, 3), (129,), (2, 3, 5)]
+SHAPES = [(1,), (7, 3), (129,), (2, 3, 5), (181, 183)]  # the last runs on threads
 
 
 def _vars(backend, rng):
@@ -454,6 +454,7 @@ def test_without_numba_the_twins_run_with_one_warning(monkeypatch, rng):
 
     monkeypatch.setitem(sys.modules, "numba", None)  # makes `import numba` fail
     monkeypatch.delitem(sys.modules, "kerasrs.backend.cpu_kernels", raising=False)
+    monkeypatch.delattr(kerasrs.backend, "cpu_kernels", raising=False)
     monkeypatch.setattr(numpy_backend, "_kernels", [])
     be = kerasrs.backend.get("numpy")
     x = rng.standard_normal((5, 4)).astype("float32")
