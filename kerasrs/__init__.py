@@ -21,3 +21,20 @@ from kerasrs import optimizers  # noqa: F401
 from kerasrs import regularizers  # noqa: F401
 from kerasrs import datasets  # noqa: F401
 from kerasrs import saving  # noqa: F401
+
+# -- Keras 3's top-level names -------------------------------------------------------------------
+from kerasrs import config  # noqa: F401,E402
+from kerasrs import constraints  # noqa: F401,E402
+from kerasrs import preprocessing  # noqa: F401,E402
+from kerasrs import random  # noqa: F401,E402
+from kerasrs import tree  # noqa: F401,E402
+from kerasrs.api_objects import Function, Operation, device  # noqa: F401,E402
+from kerasrs.initializers import Initializer  # noqa: F401,E402
+from kerasrs.layers import InputSpec, KerasTensor, Layer  # noqa: F401,E402
+from kerasrs.layers.naming import name_scope  # noqa: F401,E402
+from kerasrs.losses import Loss  # noqa: F401,E402
+from kerasrs.metrics import Metric  # noqa: F401,E402
+from kerasrs.optimizers import Optimizer  # noqa: F401,E402
+from kerasrs.regularizers import Regularizer  # noqa: F401,E402
+
+backend._clear_session_hooks.append(layers.naming.reset_uids)

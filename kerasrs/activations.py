@@ -122,7 +122,60 @@ def log_sigmoid(x):
     return nn.log_sigmoid(x)
 
 
-_ALL = {f.__name__: f for f in (
+def hard_tanh(x):
+    """``clip(x, -1, 1)``."""
+    return nn.hard_tanh(x)
+
+
+def hard_shrink(x, threshold=0.5):
+    """``x`` where ``|x| > threshold``, else 0."""
+    return nn.hard_shrink(x, threshold)
+
+
+def soft_shrink(x, threshold=0.5):
+    """``x - sign(x) * threshold`` where ``|x| > threshold``, else 0."""
+    return nn.soft_shrink(x, threshold)
+
+
+def tanh_shrink(x):
+    """``x - tanh(x)``."""
+    return nn.tanh_shrink(x)
+
+
+def threshold(x, threshold, default_value):
+    """``x`` where ``x > threshold``, else ``default_value``."""
+    return nn.threshold(x, threshold, default_value)
+
+
+def glu(x, axis=-1):
+    """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``x`` along ``axis``."""
+    return nn.glu(x, axis)
+
+
+def sparse_plus(x):
+    """0 below -1, ``(x + 1)**2 / 4`` on [-1, 1], ``x`` above 1."""
+    return nn.sparse_plus(x)
+
+
+def sparse_sigmoid(x):
+    """0 below -1, ``(x + 1) / 2`` on [-1, 1], 1 above."""
+    return nn.sparse_sigmoid(x)
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x**2 + b)) / 2``."""
+    return nn.squareplus(x, b)
+
+
+def sparsemax(x, axis=-1):
+    """Euclidean projection of ``x`` onto the probability simplex along ``axis`` (Martins &
+    Astudillo 2016, eq. 2): a softmax alternative with exact zeros."""
+    return nn.sparsemax(x, axis)
+
+
+_ALL = {f.__name__: f for f in (hard_tanh, hard_shrink, soft_shrink, tanh_shrink, threshold, glu,
+                                sparse_plus, sparse_sigmoid, squareplus, sparsemax,
+
     relu, leaky_relu, relu6, elu, selu, celu, sigmoid, hard_sigmoid, hard_silu, tanh, softplus,
     softsign, silu, gelu, mish, exponential, linear, softmax, log_softmax, log_sigmoid)}
 _ALL.update({"swish": silu, "hard_swish": hard_silu})

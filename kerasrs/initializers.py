@@ -346,3 +346,70 @@ def deserialize(config, custom_objects=None):
     if cls is None:
         raise ValueError(f"deserialize: unknown initializer class. Received: class_name={name!r}")
     return cls.from_config(dict(config.get("config") or {}))
+
+
+# Keras's lower-case aliases (``keras.initializers.glorot_uniform`` is the class) and names.
+OrthogonalInitializer = Orthogonal
+globals().update({name: cls for name, cls in _ALIASES.items()
+                  if name not in ("normal", "uniform")})
+
+
+_WINDOWS = {"hann": np.hanning, "hamming": np.hamming, "blackman": np.blackman,
+            "bartlett": np.bartlett}
+
+
+class STFT(Initializer):
+    """Kernels of a 1-D convolution that computes a short-time Fourier transform (Keras's
+    ``STFTInitializer``): for shape ``(frame_length, input_channels, fft_bins)`` the real
+    (``cos``) or imaginary (``sin``) parts of ``exp(-2 pi i t f / (2 (fft_bins - 1)))``, times the
+    window and divided by its L2 norm ("density") or its sum ("spectrum").
+
+    Args:
+        side: "real" or "imag".
+        window: "hann", "hamming", "blackman", "bartlett", an array of length frame_length, or
+            None.
+        scaling: "density", "spectrum" or None.
+        periodic: use the periodic (DFT-even) form of a named window.
+
+    Raises:
+        ValueError: for an unknown side, window or scaling.
+    """
+
+    def __init__(self, side="real", window="hann", scaling="density", periodic=False):
+        if side not in ("real", "imag"):
+            raise ValueError(f"STFT: side should be 'real' or 'imag'. Received: {side!r}")
+        if isinstance(window, str) and window not in _WINDOWS:
+            raise ValueError(f"STFT: unknown window {window!r}; use one of {sorted(_WINDOWS)}")
+        if scaling not in (None, "density", "spectrum"):
+            raise ValueError(f"STFT: scaling must be None, 'density' or 'spectrum'. Received: "
+                             f"{scaling!r}")
+        self.side, self.window, self.scaling, self.periodic = side, window, scaling, periodic
+
+    def __call__(self, shape, dtype=None):
+        frame_length, _, bins = shape
+        freq = np.arange(bins).reshape(1, 1, bins) / ((bins - 1) * 2)
+        time = np.arange(frame_length).reshape(frame_length, 1, 1)
+        args = -2 * time * freq * np.pi
+        kernel = np.cos(args) if self.side == "real" else np.sin(args)
+        if self.window is not None:
+            if isinstance(self.window, str):
+                make = _WINDOWS[self.window]
+                win = make(frame_length + 1)[:-1] if self.periodic else make(frame_length)
+            else:
+                win = np.asarray(self.window, dtype="float64")
+            win = win.reshape(frame_length, 1, 1)
+            scale = {"density": np.sqrt((win ** 2).sum()), "spectrum": np.abs(win).sum(),
+                     None: 1.0}[self.scaling]
+            kernel = kernel * win / scale
+        return np.broadcast_to(kernel, tuple(shape)).astype(_dtype(dtype))
+
+    def get_config(self):
+        window = self.window if self.window is None or isinstance(self.window, str) else \
+            np.asarray(self.window).tolist()
+        return {"side": self.side, "window": window, "periodic": self.periodic,
+                "scaling": self.scaling}
+
+
+STFTInitializer = stft = STFT
+_CLASSES["STFT"] = _CLASSES["STFTInitializer"] = STFT
+_ALIASES["stft"] = STFT

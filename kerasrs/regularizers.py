@@ -97,9 +97,46 @@ def l1_l2(l1=0.01, l2=0.01):
     return L1L2(l1=l1, l2=l2)
 
 
+class OrthogonalRegularizer(Regularizer):
+    """Pushes the rows (or columns) of a 2-D weight towards orthogonality:
+    ``factor * 0.5 * sum(|G - diag(G)|) / (n (n - 1) / 2)`` with ``G`` the Gram matrix of the
+    L2-normalized rows (``mode="rows"``) or columns (Keras 3's formula).
+
+    Raises:
+        ValueError: for a bad ``mode`` or ``factor``, or a weight that is not 2-D.
+    """
+
+    def __init__(self, factor=0.01, mode="rows"):
+        self.factor = _coefficient("OrthogonalRegularizer", "factor", factor)
+        if mode not in ("rows", "columns"):
+            raise ValueError(f"OrthogonalRegularizer: mode must be 'rows' or 'columns'. "
+                             f"Received: mode={mode!r}")
+        self.mode = mode
+
+    def __call__(self, x):
+        x = autodiff.convert_to_tensor(x)
+        if x.ndim != 2:
+            raise ValueError(f"OrthogonalRegularizer: inputs must have rank 2. Received: "
+                             f"shape {x.shape}")
+        if self.mode == "rows":
+            v = ops.normalize(x, axis=1)
+            gram, n = ops.matmul(v, ops.transpose(v)), x.shape[0]
+        else:
+            v = ops.normalize(x, axis=0)
+            gram, n = ops.matmul(ops.transpose(v), v), x.shape[1]
+        off = gram * (1.0 - ops.eye(n, dtype=x.dtype))
+        return self.factor * 0.5 * ops.sum(ops.abs(off)) / (n * (n - 1) / 2.0)
+
+    def get_config(self):
+        return {"factor": self.factor, "mode": self.mode}
+
+
 l1, l2 = L1, L2  # Keras's lowercase aliases
-ALL_OBJECTS = {"Regularizer": Regularizer, "L1": L1, "L2": L2, "L1L2": L1L2}
-_NAMES = {"l1": L1, "l2": L2, "l1_l2": l1_l2, "l1l2": l1_l2}
+orthogonal_regularizer = OrthogonalRegularizer
+ALL_OBJECTS = {"Regularizer": Regularizer, "L1": L1, "L2": L2, "L1L2": L1L2,
+               "OrthogonalRegularizer": OrthogonalRegularizer}
+_NAMES = {"l1": L1, "l2": L2, "l1_l2": l1_l2, "l1l2": l1_l2,
+          "orthogonal_regularizer": OrthogonalRegularizer}
 
 
 def serialize(regularizer):
@@ -145,4 +182,4 @@ def get(identifier):
 
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
-           "deserialize"]
+           "deserialize", "OrthogonalRegularizer", "orthogonal_regularizer"]

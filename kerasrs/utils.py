@@ -1,4 +1,5 @@
-"""User-facing utilities with Keras's names: seeding and label encoding."""
+"""User-facing utilities with Keras's names: seeding, label encoding and data (`PyDataset`,
+`split_dataset`)."""
 
 import random
 
@@ -6,6 +7,8 @@ import numpy as np
 
 from kerasrs import backend
 from kerasrs.models.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight  # noqa: F401
+from kerasrs.models.data_adapter import split_dataset  # noqa: F401
+from kerasrs.models.py_dataset import PyDataset, Sequence  # noqa: F401
 
 
 def set_random_seed(seed):
@@ -17,14 +20,15 @@ def set_random_seed(seed):
     np.random.seed(seed)
     backend.set_seed(seed)
     _seed_initializers(seed)
+    from kerasrs import random as keras_random  # keras.random draws with seed=None restart
+
+    keras_random.reset_global(seed)
 
 
 def clear_session():
     """Reset the default-name counters, so new layers are named ``dense``, ``dense_1``, ...
     again (Keras's ``keras.utils.clear_session``). Existing layers and models keep working."""
-    from kerasrs.layers import naming
-
-    naming.reset_uids()
+    backend.clear_session()  # also resets the layer-name counters (hook set by kerasrs)
 
 
 def _seed_initializers(seed):
@@ -60,3 +64,132 @@ def to_categorical(x, num_classes=None):
     out = np.zeros(x.shape + (num_classes,), dtype="float32")
     np.put_along_axis(out, x[..., None], 1.0, axis=-1)
     return out
+
+
+# -- Keras's other keras.utils names, defined where they belong ---------------------------------
+from kerasrs.backend import is_keras_tensor, standardize_dtype  # noqa: E402,F401
+from kerasrs.backend.settings import (  # noqa: E402,F401
+    disable_interactive_logging, enable_interactive_logging, is_interactive_logging_enabled)
+from kerasrs.callbacks.progbar import Progbar  # noqa: E402,F401
+from kerasrs.models.plotting import model_to_dot, plot_model  # noqa: E402,F401
+from kerasrs.preprocessing.sequence import pad_sequences  # noqa: E402,F401
+from kerasrs.preprocessing.datasets import (  # noqa: E402,F401
+    image_dataset_from_directory, text_dataset_from_directory, timeseries_dataset_from_array)
+from kerasrs.preprocessing.image import (  # noqa: E402,F401
+    array_to_img, img_to_array, load_img, save_img)
+from kerasrs.saving.object_registry import (  # noqa: E402,F401
+    CustomObjectScope, deserialize_keras_object, get_custom_objects, get_registered_name,
+    get_registered_object, register_keras_serializable, serialize_keras_object)
+from kerasrs.datasets.files import get_file  # noqa: E402,F401
+
+custom_object_scope = CustomObjectScope
+
+
+def normalize(x, axis=-1, order=2):
+    """``x`` divided by its ``order``-norm along ``axis`` (zero vectors stay zero); a NumPy
+    array for NumPy input, else a Tensor."""
+    if isinstance(x, np.ndarray) or not hasattr(x, "data"):
+        x = np.asarray(x, dtype=float) if not isinstance(x, np.ndarray) else x
+        norm = np.atleast_1d(np.linalg.norm(x, order, axis))
+        norm[norm == 0] = 1
+        return x / np.expand_dims(norm, axis)
+    from kerasrs import ops
+
+    return ops.normalize(x, axis=axis, order=order)
+
+
+def get_source_inputs(tensor):
+    """The `Input` tensors a symbolic ``tensor`` was computed from, as a list."""
+    history = getattr(tensor, "_keras_history", None)
+    if history is None:
+        return [tensor]
+    node = history[0]._inbound_nodes[history[1]]
+    if node.is_input:
+        return list(node.outputs)
+    out = []
+    for t in node.input_tensors:
+        out.extend(s for s in get_source_inputs(t) if all(s is not o for o in out))
+    return out
+
+
+class Config:
+    """An attribute-access dict (``config.lr`` is ``config["lr"]``) that `freeze` makes
+    read-only (Keras's ``keras.utils.Config``)."""
+
+    def __init__(self, **kwargs):
+        object.__setattr__(self, "_config", dict(kwargs))
+        object.__setattr__(self, "_frozen", False)
+
+    def freeze(self):
+        object.__setattr__(self, "_frozen", True)
+
+    def unfreeze(self):
+        object.__setattr__(self, "_frozen", False)
+
+    @property
+    def frozen(self):
+        return self._frozen
+
+    def _check(self, name):
+        if self._frozen:
+            raise ValueError(f"Cannot set {name!r}: this Config is frozen.")
+
+    def __setattr__(self, name, value):
+        self._check(name)
+        self._config[name] = value
+
+    def __getattr__(self, name):
+        try:
+            return self._config[name]
+        except KeyError:
+            raise AttributeError(f"Config has no attribute {name!r}") from None
+
+    def __setitem__(self, name, value):
+        self.__setattr__(name, value)
+
+    def __getitem__(self, name):
+        return self._config[name]
+
+    def __delitem__(self, name):
+        self._check(name)
+        del self._config[name]
+
+    def __contains__(self, name):
+        return name in self._config
+
+    def __len__(self):
+        return len(self._config)
+
+    def __iter__(self):
+        return iter(self._config)
+
+    def keys(self):
+        return self._config.keys()
+
+    def values(self):
+        return self._config.values()
+
+    def items(self):
+        return self._config.items()
+
+    def get(self, name, default=None):
+        return self._config.get(name, default)
+
+    def update(self, *args, **kwargs):
+        self._check("update")
+        self._config.update(*args, **kwargs)
+
+    def pop(self, *args):
+        self._check("pop")
+        return self._config.pop(*args)
+
+    def as_dict(self):
+        return dict(self._config)
+
+    def to_json(self):
+        import json
+
+        return json.dumps(self._config)
+
+    def __repr__(self):
+        return f"<Config {self._config}>"

@@ -13,15 +13,16 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "kerasrs"
 
 LEVELS = {
-    "backend": 0, "datasets": 0,
+    "backend": 0, "datasets": 0, "tree": 0, "config": 1, "preprocessing": 1,
     "autodiff": 1,
     "ops": 2, "testing": 2, "initializers": 2,
-    "activations": 3, "regularizers": 3, "losses": 3, "optimizers": 3,
+    "activations": 3, "random": 3, "constraints": 3, "regularizers": 3, "losses": 3,
+    "optimizers": 3,
     "metrics": 4,  # metrics wrap loss functions (MeanMetricWrapper)
     "layers": 5, "callbacks": 5,
     "models": 6,
     "saving": 7,
-    "utils": 8,
+    "utils": 8, "api_objects": 8,
     "__init__": 9,
 }
 

@@ -144,3 +144,49 @@ __all__ = ["Backend", "base", "get", "backend", "set_backend", "using", "is_avai
            "backend_of",
            "floatx", "set_floatx", "standardize_dtype", "is_float_dtype", "convert_to_numpy",
            "set_seed", "dropout_seed", "NAMES"]
+
+# Keras's keras.backend / keras.config settings (values live in settings.py).
+from kerasrs.backend import settings  # noqa: E402
+from kerasrs.backend.settings import (  # noqa: E402,F401
+    epsilon, image_data_format, set_epsilon, set_image_data_format)
+
+
+def is_int_dtype(dtype):
+    """True for signed and unsigned integer dtypes."""
+    return np.dtype(standardize_dtype(dtype)).kind in "iu"
+
+
+def result_type(*dtypes):
+    """The dtype NumPy's promotion rules give for ``dtypes`` (names, dtypes or arrays), as a
+    name; Python scalars do not widen a float dtype (weak typing, as Keras)."""
+    strong = [d for d in dtypes if not isinstance(d, (int, float, bool))]
+    if not strong:
+        return floatx() if any(isinstance(d, float) for d in dtypes) else "int32"
+    return np.result_type(*[getattr(d, "dtype", d) for d in strong]).name
+
+
+_uids = {}
+
+
+def get_uid(prefix=""):
+    """1, 2, 3, ... per ``prefix``: a counter for unique default names."""
+    _uids[prefix] = _uids.get(prefix, 0) + 1
+    return _uids[prefix]
+
+
+def is_keras_tensor(x):
+    """True for a symbolic tensor of a functional model (what ``Input()`` returns)."""
+    return type(x).__name__ == "SymbolicTensor"
+
+
+def clear_session(free_memory=True):
+    """Reset the default-name counters (see ``kerasrs.utils.clear_session``)."""
+    _uids.clear()
+    for hook in _clear_session_hooks:
+        hook()
+
+
+_clear_session_hooks = []  # filled by upper levels (layer naming) that keep per-session state
+
+__all__ += ["epsilon", "image_data_format", "set_epsilon", "set_image_data_format", "settings",
+            "is_int_dtype", "result_type", "get_uid", "is_keras_tensor", "clear_session"]

@@ -37,6 +37,10 @@ def _bar_class():
 def is_interactive(stream):
     """Whether ``stream`` is shown live: a terminal (``isatty()``) or a Jupyter/IPython kernel's
     output stream (``ipykernel``'s ``OutStream``, whose ``isatty()`` is False)."""
+    from kerasrs.backend import settings
+
+    if not settings.is_interactive_logging_enabled():
+        return False
     try:
         if stream.isatty():
             return True

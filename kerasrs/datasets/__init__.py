@@ -6,6 +6,8 @@ published files otherwise, always checking their checksums. Nothing here imports
 kerasrs.
 """
 
-from kerasrs.datasets import fashion_mnist, idx, mnist  # noqa: F401
+from kerasrs.datasets import (boston_housing, california_housing, cifar10,  # noqa: F401
+                              cifar100, fashion_mnist, idx, imdb, mnist, reuters)
 
-__all__ = ["fashion_mnist", "mnist", "idx"]
+__all__ = ["boston_housing", "california_housing", "cifar10", "cifar100", "fashion_mnist", "idx",
+           "imdb", "mnist", "reuters"]

@@ -42,6 +42,7 @@ class DatasetFile:
     sha256: frozenset = frozenset()
     md5: frozenset = frozenset()
     payload_sha256: str = None
+    unchecked: bool = False  # no published checksum (get_file without a hash): any content
 
 
 def cache_dir(dataset):
@@ -62,6 +63,8 @@ def digest(path, algorithm, decompress=False):
 
 def matches(path, spec):
     """True if the file at ``path`` has one of ``spec``'s checksums."""
+    if spec.unchecked:
+        return True
     if spec.sha256 and digest(path, "sha256") in spec.sha256:
         return True
     if spec.md5 and digest(path, "md5") in spec.md5:
@@ -165,3 +168,53 @@ def fetch(spec, dataset, system_dirs=(), install_hint=""):
         f"{dataset}: {spec.name} was not found and could not be downloaded. Looked in: "
         f"{', '.join(looked)}. Tried: {tried}. {install_hint} Or download {spec.name} by hand "
         f"(from {spec.urls[0] if spec.urls else 'the dataset site'}) into {cache_dir(dataset)}/.")
+
+
+def get_file(fname=None, origin=None, untar=False, md5_hash=None, file_hash=None,
+             cache_subdir="datasets", hash_algorithm="auto", extract=False, archive_format="auto",
+             cache_dir=None, force_download=False):
+    """Download ``origin`` into the cache (unless a copy with the right hash is there) and return
+    its path (Keras's ``keras.utils.get_file``). The download is atomic and checked.
+
+    Args:
+        fname: file name in the cache (default: the last part of ``origin``).
+        origin: URL (``file://`` works too).
+        file_hash / md5_hash: expected sha256 or md5 hex digest (the length tells which).
+        cache_subdir: sub-directory of ``cache_dir`` (default ``~/.kerasrs``).
+        extract / untar: also unpack the archive next to it; the extracted directory is
+            returned.
+        force_download: download even when a copy exists.
+
+    Raises:
+        ValueError: without ``origin``, or when the file fails its hash.
+        OSError: for network errors.
+    """
+    if origin is None:
+        raise ValueError("get_file: `origin` (a URL) is required.")
+    fname = fname or origin.rstrip("/").rsplit("/", 1)[-1]
+    root = cache_dir or os.environ.get("KERASRS_HOME") or os.path.join(
+        os.path.expanduser("~"), ".kerasrs")
+    directory = os.path.join(root, cache_subdir)
+    expected = file_hash or md5_hash
+    kind = "md5" if (hash_algorithm == "md5" or (hash_algorithm == "auto" and expected
+                                                and len(expected) == 32)) else "sha256"
+    spec = DatasetFile(fname, (origin,), sha256=frozenset({expected} if expected and
+                                                          kind == "sha256" else ()),
+                       md5=frozenset({expected} if expected and kind == "md5" else ()))
+    path = os.path.join(directory, fname)
+    if force_download or not os.path.isfile(path) or (expected and not matches(path, spec)):
+        if expected:
+            download(origin, path, spec)
+        else:
+            download(origin, path, DatasetFile(fname, unchecked=True))
+    if extract or untar:
+        import shutil
+
+        target = os.path.join(directory, fname.split(".")[0] + "_extracted") if extract else \
+            os.path.join(directory, fname.split(".")[0])
+        if not os.path.isdir(target):
+            fmt = None if archive_format == "auto" else archive_format
+            shutil.unpack_archive(path, target, fmt)
+        return target
+    return path
+

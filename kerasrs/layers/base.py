@@ -28,7 +28,7 @@ import inspect
 
 import numpy as np
 
-from kerasrs import autodiff, initializers
+from kerasrs import autodiff, constraints, initializers
 from kerasrs import backend as backend_module
 from kerasrs import ops
 from kerasrs.layers import naming
@@ -83,6 +83,11 @@ class Layer:
 
     supports_masking = False
     _untracked_attrs = frozenset()  # attribute names never searched for sublayers
+
+    def __new__(cls, *args, **kwargs):
+        obj = object.__new__(cls)
+        obj._auto_config = _record_arguments(cls, args, kwargs)
+        return obj
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -219,7 +224,7 @@ class Layer:
         var.path = naming.variable_path(name) if naming._scopes and naming._scopes[-1] == \
             self.name else f"{naming.variable_path(self.name)}/{name}"
         var.regularizer = _get_regularizer(regularizer)
-        var.constraint = constraint
+        var.constraint = constraints.get(constraint)
         if trainable:
             var.trainable = self._trainable
             self._trainable_variables.append(var)
@@ -475,6 +480,8 @@ class Layer:
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = _serialize_regularizer(self.activity_regularizer)
+        if type(self).get_config in _BASE_GET_CONFIGS:  # a subclass without its own get_config
+            config.update(getattr(self, "_auto_config", None) or {})
         return config
 
     @classmethod
@@ -567,3 +574,35 @@ def _shape_from_config(shape):
     if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
         return [_shape_from_config(s) for s in shape]
     return None if shape is None else tuple(shape)
+
+
+_BASE_GET_CONFIGS = {Layer.get_config}  # Model.get_config joins (kerasrs.models.model)
+
+
+def _jsonable(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _jsonable(v) for k, v in value.items())
+    return False
+
+
+def _record_arguments(cls, args, kwargs):
+    """The constructor arguments of a user subclass, by name, when they are plain JSON values:
+    Keras 3 records them so that a subclass without ``get_config`` still saves and reloads."""
+    if cls.__module__.startswith("kerasrs.") or not (args or kwargs):
+        return None
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    except TypeError:
+        return None
+    out = {}
+    for name, value in list(bound.arguments.items())[1:]:
+        param = inspect.signature(cls.__init__).parameters[name]
+        if param.kind is param.VAR_KEYWORD:
+            out.update({k: v for k, v in value.items() if _jsonable(v)})
+        elif param.kind is not param.VAR_POSITIONAL and _jsonable(value):
+            out[name] = value
+    return out

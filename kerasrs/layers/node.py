@@ -163,7 +163,30 @@ def symbolic_call(layer, args, kwargs):
     specs = output_spec(layer, args, kwargs)
     outputs = map_structure(lambda spec: SymbolicTensor(spec.shape, spec.dtype), specs)
     Node(layer, args, kwargs, autodiff._flatten(outputs))
+    _attach_symbolic_masks(layer, args, kwargs, outputs)
     return outputs
+
+
+def _attach_symbolic_masks(layer, args, kwargs, outputs):
+    """Give the symbolic outputs the ``_keras_mask`` the layer would compute (a bool
+    `SymbolicTensor` with the mask's shape, batch axis None), as Keras shows on KerasTensors.
+    Found by one eager probe with all-True input masks; the values are not used."""
+    from kerasrs.layers.base import Layer
+
+    flat_in = [t for t in autodiff._flatten([list(args), kwargs]) if isinstance(t, SymbolicTensor)]
+    if not any(getattr(t, "_keras_mask", None) is not None for t in flat_in) and \
+            type(layer).compute_mask is Layer.compute_mask:
+        return
+    try:
+        probed = autodiff._flatten(_probe(layer, args, kwargs, _PROBE_SIZES[0], masks=True))
+    except Exception:  # noqa: BLE001  (the mask is informational; the graph is already built)
+        return
+    for out, eager in zip(autodiff._flatten(outputs), probed):
+        mask = getattr(eager, "_keras_mask", None)
+        if mask is not None and isinstance(out, SymbolicTensor):
+            shape = tuple(np.shape(getattr(mask, "data", mask)))
+            batch = out.shape[0] if out.shape else None
+            out._keras_mask = SymbolicTensor((batch,) + shape[1:], "bool")
 
 
 def output_spec(layer, args, kwargs):
@@ -200,16 +223,22 @@ def _probe_spec(layer, args, kwargs):
     return autodiff._pack(first, iter(flat))
 
 
-def _probe(layer, args, kwargs, size):
-    """Run the layer eagerly on zeros shaped like the symbolic inputs (None -> ``size``)."""
+def _probe(layer, args, kwargs, size, masks=False):
+    """Run the layer eagerly on zeros shaped like the symbolic inputs (None -> ``size``); with
+    ``masks``, inputs with a symbolic ``_keras_mask`` get an all-True mask of its shape."""
     be = backend_module.get()
 
     def zeros(t):
         if not isinstance(t, SymbolicTensor):
             return t
         shape = tuple(size if d is None else d for d in t.shape)
-        return autodiff.Tensor(be.xp.zeros(shape, dtype=backend_module.standardize_dtype(t.dtype)),
-                               backend=be)
+        out = autodiff.Tensor(be.xp.zeros(shape, dtype=backend_module.standardize_dtype(t.dtype)),
+                              backend=be)
+        mask = getattr(t, "_keras_mask", None)
+        if masks and isinstance(mask, SymbolicTensor):
+            out._keras_mask = be.xp.ones(tuple(size if d is None else d for d in mask.shape),
+                                         dtype=bool)
+        return out
 
     with autodiff.no_grad(), np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
         return layer(*map_structure(zeros, list(args)), training=False,

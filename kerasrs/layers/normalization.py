@@ -8,8 +8,10 @@ Batch and layer normalization in training use the fused ops of `kerasrs.ops.norm
 import numpy as np
 
 from kerasrs import initializers, ops
+from kerasrs.layers import padding
 from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
 from kerasrs.ops import normalization as norm_ops
+from kerasrs.ops.core import constant
 
 __all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization"]
 
@@ -139,11 +141,12 @@ class BatchNormalization(_ScaleShift, Layer):
         if not (training and self.trainable):
             return norm_ops.batch_normalization(inputs, self.moving_mean, self.moving_variance,
                                                 self.axis, self.beta, self.gamma, self.epsilon)
-        if mask is None:
+        weights = self._step_weights(inputs, mask)
+        if weights is None:
             outputs, mean, variance = norm_ops.fused_batch_normalization(
                 inputs, self.gamma, self.beta, self.axis, self.epsilon)
         else:
-            mean, variance = self._masked_moments(inputs, mask)
+            mean, variance = self._masked_moments(inputs, weights)
             outputs = norm_ops.batch_normalization(inputs, mean, variance, self.axis, self.beta,
                                                    self.gamma, self.epsilon)
         keep = self.momentum
@@ -151,16 +154,31 @@ class BatchNormalization(_ScaleShift, Layer):
             moving.assign(moving.data * keep + batch.data.astype(moving.dtype) * (1.0 - keep))
         return outputs
 
-    def _masked_moments(self, inputs, mask):
-        """Mean and biased variance over the positions where ``mask`` is true (differentiable)."""
-        if len(mask.shape) != inputs.ndim - 1:
-            raise ValueError(f"{self.name}: the mask must have one dimension less than the "
-                             f"inputs. Received: mask shape {tuple(mask.shape)}, inputs shape "
-                             f"{inputs.shape}")
+    def _step_weights(self, inputs, mask):
+        """1 where a position counts in the statistics, 0 where masked or a padding row of
+        ``fit(pad_last_batch=True)`` (broadcastable to ``inputs``); None if all count."""
+        xp = inputs.backend.xp
+        weights = None
+        if mask is not None:
+            m = xp.asarray(getattr(mask, "data", mask))
+            if m.ndim != inputs.ndim - 1:
+                raise ValueError(f"{self.name}: the mask must have one dimension less than the "
+                                 f"inputs. Received: mask shape {tuple(m.shape)}, inputs shape "
+                                 f"{inputs.shape}")
+            weights = xp.expand_dims(m.astype(inputs.dtype), self.axis % inputs.ndim)
+        rows = padding.current()
+        if rows is not None and rows[0] < rows[1] == inputs.shape[0]:
+            real = (xp.arange(rows[1]) < rows[0]).astype(inputs.dtype)
+            real = real.reshape((-1,) + (1,) * (inputs.ndim - 1))
+            weights = real if weights is None else weights * real
+        return weights
+
+    def _masked_moments(self, inputs, weights):
+        """Mean and biased variance over the positions where ``weights`` is 1
+        (differentiable)."""
         axes = tuple(i for i in range(inputs.ndim) if i != self.axis % inputs.ndim)
         channels = inputs.shape[self.axis]
-        weights = ops.broadcast_to(ops.expand_dims(ops.cast(mask, inputs.dtype), -1),
-                                   inputs.shape)
+        weights = ops.broadcast_to(constant(weights, inputs.backend), inputs.shape)
         count = ops.add(ops.sum(weights, axis=axes, keepdims=True), 1e-7)
         mean = ops.divide(ops.sum(ops.multiply(inputs, weights), axis=axes, keepdims=True), count)
         centered = ops.multiply(ops.subtract(inputs, mean), weights)

@@ -43,6 +43,23 @@ from kerasrs.losses.regression import (
     mean_squared_logarithmic_error,
 )
 
+from kerasrs.losses.extra import (  # noqa: E402
+    CTC,
+    BinaryFocalCrossentropy,
+    CategoricalFocalCrossentropy,
+    CategoricalGeneralizedCrossEntropy,
+    Circle,
+    Dice,
+    Tversky,
+    binary_focal_crossentropy,
+    categorical_focal_crossentropy,
+    categorical_generalized_cross_entropy,
+    circle,
+    ctc,
+    dice,
+    tversky,
+)
+
 # The class for each function, so a function name or object becomes a configurable Loss.
 FUNCTION_CLASSES = {
     mean_squared_error: MeanSquaredError, mean_absolute_error: MeanAbsoluteError,
@@ -53,6 +70,10 @@ FUNCTION_CLASSES = {
     sparse_categorical_crossentropy: SparseCategoricalCrossentropy,
     kl_divergence: KLDivergence, poisson: Poisson, hinge: Hinge, squared_hinge: SquaredHinge,
     categorical_hinge: CategoricalHinge,
+    binary_focal_crossentropy: BinaryFocalCrossentropy,
+    categorical_focal_crossentropy: CategoricalFocalCrossentropy,
+    categorical_generalized_cross_entropy: CategoricalGeneralizedCrossEntropy,
+    dice: Dice, tversky: Tversky, circle: Circle, ctc: CTC,
 }
 ALL_OBJECTS = tuple(FUNCTION_CLASSES.values())
 ALIASES = {"mse": mean_squared_error, "mae": mean_absolute_error,

@@ -10,7 +10,9 @@ those values with optional ``sample_weight``:
 - ``"none"`` or ``None``: the weighted per-sample values.
 
 A per-sample result may carry a boolean ``_keras_mask`` (``SparseCategoricalCrossentropy`` with
-``ignore_class`` sets one); masked-out values count neither in the sum nor in the divisor.
+``ignore_class`` sets one), and so may ``y_pred`` (a mask propagated through the model, e.g. from
+``Embedding(mask_zero=True)``); masked-out values count neither in the sum nor in the divisor,
+so the loss is the mean over the unmasked steps, as in Keras 3.
 Everything is built from `kerasrs.ops`, so the reduced loss is differentiable w.r.t. ``y_pred``.
 """
 
@@ -149,10 +151,11 @@ class Loss:
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         """The reduced loss: a 0-d Tensor (per-sample Tensor for ``reduction="none"``)."""
+        carried = getattr(y_pred, "_keras_mask", None)
         y_true, y_pred = self.convert_inputs(y_true, y_pred)
         values = self.call(y_true, y_pred)
-        return reduce_weighted_values(values, sample_weight, getattr(values, "_keras_mask", None),
-                                      self.reduction)
+        mask = combine_masks(getattr(values, "_keras_mask", None), carried, values, self.name)
+        return reduce_weighted_values(values, sample_weight, mask, self.reduction)
 
     def convert_inputs(self, y_true, y_pred):
         """``(y_true, y_pred)`` as Tensors on one backend, ``y_pred`` float (see ``dtype``)."""
@@ -196,6 +199,28 @@ class LossFunctionWrapper(Loss):
     def __repr__(self):
         return f"<LossFunctionWrapper({getattr(self.fn, '__name__', self.fn)}, " \
                f"kwargs={self._fn_kwargs})>"
+
+
+def combine_masks(own, carried, values, who):
+    """The boolean backend array masking ``values``: the values' own mask and the mask carried
+    by ``y_pred`` (trailing size-1 axes dropped or broadcast to ``values``), or None.
+
+    Raises:
+        ValueError: if the carried mask cannot be broadcast to the values' shape.
+    """
+    if carried is None:
+        return own
+    xp = values.backend.xp
+    mask = xp.asarray(getattr(carried, "data", carried)).astype(bool)
+    while mask.ndim > values.ndim and mask.shape[-1] == 1:
+        mask = mask[..., 0]
+    try:
+        mask = xp.broadcast_to(mask, values.shape)
+    except ValueError:
+        raise ValueError(f"{who}: the mask carried by y_pred has shape {tuple(mask.shape)}, which "
+                         f"does not fit the per-sample loss values of shape {values.shape}. "
+                         f"Received: mask shape {tuple(mask.shape)}") from None
+    return mask if own is None else xp.logical_and(mask, getattr(own, "data", own))
 
 
 def _snake_case(name):

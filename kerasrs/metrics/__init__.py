@@ -32,9 +32,34 @@ from kerasrs.metrics.regression import (
     mean_squared_error,
 )
 
+from kerasrs.metrics.correlation import (  # noqa: E402
+    ConcordanceCorrelation, PearsonCorrelation, R2Score, concordance_correlation,
+    pearson_correlation)
+from kerasrs.metrics.iou import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU  # noqa: E402
+from kerasrs.metrics.loss_metrics import (  # noqa: E402
+    BinaryCrossentropy, CategoricalCrossentropy, CategoricalHinge, CosineSimilarity, Hinge,
+    KLDivergence, LogCoshError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError,
+    Poisson, SparseCategoricalCrossentropy, SquaredHinge)
+from kerasrs.metrics.threshold_metrics import (  # noqa: E402
+    F1Score, FalseNegatives, FalsePositives, FBetaScore, PrecisionAtRecall, RecallAtPrecision,
+    SensitivityAtSpecificity, SpecificityAtSensitivity, TrueNegatives, TruePositives)
+# Keras's keras.metrics.<loss function> names are the loss functions themselves.
+from kerasrs.losses import (  # noqa: E402
+    binary_crossentropy, binary_focal_crossentropy, categorical_crossentropy,
+    categorical_focal_crossentropy, categorical_hinge, hinge, huber, kl_divergence, log_cosh,
+    mean_absolute_percentage_error, mean_squared_logarithmic_error, poisson,
+    sparse_categorical_crossentropy, squared_hinge)
+
 ALL_OBJECTS = (Mean, Sum, Accuracy, BinaryAccuracy, CategoricalAccuracy,
                SparseCategoricalAccuracy, TopKCategoricalAccuracy, SparseTopKCategoricalAccuracy,
-               MeanSquaredError, RootMeanSquaredError, MeanAbsoluteError, Precision, Recall, AUC)
+               MeanSquaredError, RootMeanSquaredError, MeanAbsoluteError, Precision, Recall, AUC,
+               BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy,
+               KLDivergence, Poisson, Hinge, SquaredHinge, CategoricalHinge, LogCoshError,
+               MeanAbsolutePercentageError, MeanSquaredLogarithmicError, CosineSimilarity,
+               PearsonCorrelation, ConcordanceCorrelation, R2Score, IoU, MeanIoU, BinaryIoU,
+               OneHotIoU, OneHotMeanIoU, TruePositives, FalsePositives, TrueNegatives,
+               FalseNegatives, SensitivityAtSpecificity, SpecificityAtSensitivity,
+               PrecisionAtRecall, RecallAtPrecision, FBetaScore, F1Score)
 _CLASSES = {cls.__name__: cls for cls in ALL_OBJECTS}
 _METRIC_NAMES = {
     "accuracy": Accuracy, "acc": Accuracy, "binary_accuracy": BinaryAccuracy,
@@ -46,11 +71,15 @@ _METRIC_NAMES = {
     "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError,
     "root_mean_squared_error": RootMeanSquaredError, "rmse": RootMeanSquaredError,
     "precision": Precision, "recall": Recall, "auc": AUC, "mean": Mean, "sum": Sum,
+    "mape": MeanAbsolutePercentageError, "msle": MeanSquaredLogarithmicError,
+    "mean_absolute_percentage_error": MeanAbsolutePercentageError,
+    "mean_squared_logarithmic_error": MeanSquaredLogarithmicError,
+    "cosine_similarity": CosineSimilarity, "r2_score": R2Score, "f1_score": F1Score,
 }
 _FUNCTIONS = {fn.__name__: fn for fn in (
     accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
     top_k_categorical_accuracy, sparse_top_k_categorical_accuracy, mean_squared_error,
-    mean_absolute_error)}
+    mean_absolute_error, pearson_correlation, concordance_correlation)}
 
 
 def lookup_function(name):
@@ -191,4 +220,8 @@ def resolve(identifier, loss=None, output_shape=None, y_true_shape=None):
 
 
 __all__ = ["Metric", "MeanMetricWrapper", "get", "resolve", "serialize", "deserialize"] + \
-    [cls.__name__ for cls in ALL_OBJECTS] + list(_FUNCTIONS)
+    [cls.__name__ for cls in ALL_OBJECTS] + list(_FUNCTIONS) + [
+        "binary_crossentropy", "binary_focal_crossentropy", "categorical_crossentropy",
+        "categorical_focal_crossentropy", "categorical_hinge", "hinge", "huber", "kl_divergence",
+        "log_cosh", "mean_absolute_percentage_error", "mean_squared_logarithmic_error",
+        "poisson", "sparse_categorical_crossentropy", "squared_hinge"]

@@ -28,14 +28,16 @@ class AUC(base.Metric):
         summation_method: ``"interpolation"``, ``"minoring"`` or ``"majoring"``.
         name, dtype: as `Metric`.
         thresholds: optional list of floats in [0, 1] used instead of ``num_thresholds``.
-        multi_label, num_labels, label_weights: only the single-label form
-            (``multi_label=False``, no label weights) is supported; data with several columns is
-            flattened, each (label, prediction) pair counting as one point, as in Keras.
+        multi_label: False (default) flattens the label columns, each (label, prediction)
+            pair counting as one point; True computes one AUC per label column and averages
+            them (weighted by ``label_weights`` when given), as Keras.
+        num_labels: the number of label columns (else taken from the first batch).
+        label_weights: non-negative weight per label column: the weights of the average with
+            ``multi_label``, else per-column sample weights.
         from_logits: apply a sigmoid to ``y_pred`` first. Defaults to False.
 
     Raises:
         ValueError: for ``num_thresholds <= 1`` or an unknown curve or summation method.
-        NotImplementedError: for ``multi_label=True`` or ``label_weights``.
 
     Example:
         >>> m = AUC(num_thresholds=3)
@@ -48,10 +50,6 @@ class AUC(base.Metric):
                  name=None, dtype=None, thresholds=None, multi_label=False, num_labels=None,
                  label_weights=None, from_logits=False):
         super().__init__(name=name, dtype=dtype)
-        if multi_label or label_weights is not None:
-            raise NotImplementedError(f"{self.name}: multi_label and label_weights are not "
-                                      f"supported. Received: multi_label={multi_label}, "
-                                      f"label_weights={label_weights!r}")
         curve, summation_method = str(curve).upper(), str(summation_method).lower()
         if curve not in CURVES or summation_method not in SUMMATIONS:
             raise ValueError(f"{self.name}: curve must be one of {CURVES} and summation_method "
@@ -67,14 +65,27 @@ class AUC(base.Metric):
         self._init_thresholds = thresholds
         self.num_thresholds = len(inner) + 2
         self.curve, self.summation_method = curve, summation_method
-        self.multi_label, self.num_labels, self.label_weights = False, num_labels, None
+        self.multi_label, self.num_labels = bool(multi_label), num_labels
+        self.label_weights = None if label_weights is None else np.asarray(label_weights,
+                                                                           "float64")
+        if self.label_weights is not None and (self.label_weights < 0).any():
+            raise ValueError(f"{self.name}: label_weights must be >= 0. Received: "
+                             f"{label_weights!r}")
         self.from_logits = from_logits
         self._thresholds = [-confusion.EPSILON] + inner + [1.0 + confusion.EPSILON]
-        shape = (self.num_thresholds,)
+        self._built_counts = False
+        if not self.multi_label or num_labels is not None:
+            self._build_counts(num_labels)
+
+    def _build_counts(self, num_labels):
+        """Counts per threshold (and per label with ``multi_label``)."""
+        shape = (self.num_thresholds,) + ((num_labels,) if self.multi_label else ())
+        self.num_labels = num_labels if self.multi_label else self.num_labels
         self.true_positives = self.add_variable(shape, "true_positives")
         self.false_positives = self.add_variable(shape, "false_positives")
         self.true_negatives = self.add_variable(shape, "true_negatives")
         self.false_negatives = self.add_variable(shape, "false_negatives")
+        self._built_counts = True
 
     @property
     def thresholds(self):
@@ -86,13 +97,38 @@ class AUC(base.Metric):
         if self.from_logits:
             xp = base.xp_of(y_pred)
             y_pred = 1.0 / (1.0 + xp.exp(-y_pred.astype("float64")))
-        counts = confusion.confusion_counts(y_true, y_pred, self._thresholds, sample_weight)
+        if self.multi_label:
+            if not self._built_counts:
+                self._build_counts(y_pred.shape[-1])
+            columns = [confusion.confusion_counts(y_true[..., j], y_pred[..., j],
+                                                  self._thresholds, _column(sample_weight, j))
+                       for j in range(y_pred.shape[-1])]
+            counts = [np.stack([c[i] for c in columns], axis=-1) for i in range(4)]
+        else:
+            if self.label_weights is not None:  # weights per label column, then flattened
+                xp = base.xp_of(y_pred)
+                lw = xp.asarray(self.label_weights)
+                sample_weight = xp.broadcast_to(lw, y_pred.shape) if sample_weight is None \
+                    else base.weights_like(sample_weight, y_pred) * lw
+            counts = confusion.confusion_counts(y_true, y_pred, self._thresholds, sample_weight)
         for var, delta in zip((self.true_positives, self.false_positives, self.true_negatives,
                                self.false_negatives), counts):
             var.assign_add(delta)
 
     def result(self):
+        if not self._built_counts:
+            return 0.0
         tp, fp, tn, fn = (np.asarray(v.numpy(), "float64") for v in self.variables)
+        area = self._area(tp, fp, tn, fn)
+        if not self.multi_label:
+            return float(area)
+        if self.label_weights is None:
+            return float(np.mean(area))
+        return float(np.sum(area * self.label_weights) / np.sum(self.label_weights))
+
+    def _area(self, tp, fp, tn, fn):
+        """The area under the curve from counts of shape (thresholds,) or (thresholds,
+        labels): one value per column."""
         if self.curve == "PR" and self.summation_method == "interpolation":
             return _interpolate_pr_auc(tp, fp, fn)
         recall = confusion._divide_no_nan(tp, tp + fn)
@@ -106,13 +142,14 @@ class AUC(base.Metric):
             heights = np.minimum(y[:-1], y[1:])
         else:
             heights = np.maximum(y[:-1], y[1:])
-        return float(np.sum((x[:-1] - x[1:]) * heights))
+        return np.sum((x[:-1] - x[1:]) * heights, axis=0)
 
     def get_config(self):
         return {**super().get_config(), "num_thresholds": self.num_thresholds,
                 "curve": self.curve, "summation_method": self.summation_method,
-                "thresholds": self._init_thresholds, "multi_label": False,
-                "num_labels": self.num_labels, "label_weights": None,
+                "thresholds": self._init_thresholds, "multi_label": self.multi_label,
+                "num_labels": self.num_labels, "label_weights": None if
+                self.label_weights is None else self.label_weights.tolist(),
                 "from_logits": self.from_logits}
 
 
@@ -129,4 +166,12 @@ def _interpolate_pr_auc(tp, fp, fn):
     ratio = np.where(both, p[:-1] / np.where(both, p[1:], 1.0), 1.0)
     area = confusion._divide_no_nan(slope * (dtp + intercept * np.log(ratio)),
                                     np.maximum(tp[1:] + fn[1:], 0))
-    return float(np.sum(area))
+    return np.sum(area, axis=0)
+
+
+def _column(sample_weight, j):
+    """Sample weights for label column ``j`` (a per-sample vector applies to every column)."""
+    if sample_weight is None:
+        return None
+    w = base.raw(sample_weight)
+    return w[..., j] if getattr(w, "ndim", 0) >= 2 else w

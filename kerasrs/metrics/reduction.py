@@ -87,7 +87,8 @@ class MeanMetricWrapper(Mean):
 
     ``fn`` may be a kerasrs metric or loss function, any function of arrays or Tensors, or a
     `kerasrs.losses.Loss` (its unreduced values are used). A ``_keras_mask`` on the result
-    (``ignore_class``) removes those samples from both the total and the count.
+    (``ignore_class``), or one carried by ``y_pred`` (a mask propagated through the model),
+    removes those samples from both the total and the count, as in Keras 3.
 
     Args:
         fn: the per-sample function.
@@ -102,6 +103,7 @@ class MeanMetricWrapper(Mean):
         self._fn, self._fn_kwargs = fn, kwargs
 
     def update_state(self, y_true, y_pred, sample_weight=None):
+        carried = getattr(y_pred, "_keras_mask", None)  # a mask propagated through the model
         with autodiff.no_grad():
             if hasattr(self._fn, "convert_inputs") and hasattr(self._fn, "call"):  # a Loss
                 values = self._fn.call(*self._fn.convert_inputs(y_true, y_pred))
@@ -109,6 +111,11 @@ class MeanMetricWrapper(Mean):
                 values = self._fn(y_true, y_pred, **self._fn_kwargs)
         mask = getattr(values, "_keras_mask", None)
         values = base.raw(values)
+        if carried is not None:
+            carried = base.raw(carried).astype(bool)
+            while carried.ndim > values.ndim and carried.shape[-1] == 1:
+                carried = carried[..., 0]
+            mask = carried if mask is None else base.raw(mask).astype(bool) & carried
         if mask is not None:
             mask = mask.astype("float64")
             sample_weight = mask if sample_weight is None else \

@@ -25,3 +25,13 @@ def model_from_json(json_string, custom_objects=None):
     from kerasrs import saving
 
     return saving.model_from_json(json_string, custom_objects=custom_objects)
+
+
+def save_model(model, filepath, overwrite=True, **kwargs):
+    """Save ``model`` to a ``.keras`` or ``.h5`` file (see `kerasrs.saving.save_model`)."""
+    from kerasrs import saving
+
+    return saving.save_model(model, filepath, overwrite=overwrite, **kwargs)
+
+
+from kerasrs.models.cloning import clone_model  # noqa: E402,F401

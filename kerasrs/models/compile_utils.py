@@ -162,6 +162,8 @@ class CompiledMetrics:
                         y_true_shape=None if y_true[i] is None else tuple(np.shape(y_true[i])))
                     if multi:
                         m.name = f"{self.output_names[i]}_{m.name}"
+                    if weighted and m.name in {e[1].name for e in self.entries if not e[2]}:
+                        m.name = f"weighted_{m.name}"  # Keras: both kept, the weighted renamed
                     self.entries.append((i, m, weighted))
         self.built = True
 

@@ -240,3 +240,62 @@ def flatten_targets(y, output_names, what="y"):
 def _too_few(y, n, what):
     raise ValueError(f"Model: the model has {n} outputs, so `{what}` must be a list or dict of "
                      f"{n} arrays. Received: one array of shape {tuple(y.shape)}")
+
+
+def split_dataset(dataset, left_size=None, right_size=None, shuffle=False, seed=None):
+    """Split arrays into a left and a right part (Keras's ``keras.utils.split_dataset``).
+
+    Args:
+        dataset: an array, or a tuple/list/dict of arrays with the same number of samples.
+        left_size: float in (0, 1) (a fraction of the samples, rounded) or int (a count);
+            None takes what ``right_size`` leaves. Both None: half.
+        right_size: as ``left_size``, for the right part.
+        shuffle: bool, shuffle the samples (with ``seed``) before splitting.
+        seed: int or None, the seed of the shuffle.
+
+    Returns:
+        ``(left, right)``, each with ``dataset``'s structure: ``left`` the first ``left_size``
+        samples, ``right`` the last ``right_size`` (Keras's rule when they do not add up).
+
+    Raises:
+        TypeError: for sizes that are not int, float or None.
+        ValueError: for sizes out of range, sizes that add up to more than the data, an empty
+            side, or arrays of different lengths.
+
+    Example:
+        >>> left, right = split_dataset(np.arange(10), left_size=0.8)
+        >>> left.tolist(), right.tolist()
+        ([0, 1, 2, 3, 4, 5, 6, 7], [8, 9])
+    """
+    data = standardize(dataset)
+    n = num_samples("split_dataset", x=data)
+    left, right = _split_sizes(left_size, right_size, n)
+    order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+    parts = slice_struct(data, order[:left]), slice_struct(data, order[n - right:])
+    return tuple(tuple(p) for p in parts) if isinstance(dataset, tuple) else parts
+
+
+def _split_sizes(left_size, right_size, n):
+    """``(left, right)`` sample counts from split_dataset's size arguments."""
+    if left_size is None and right_size is None:
+        left_size = 0.5
+    sizes = []
+    for name, size in (("left_size", left_size), ("right_size", right_size)):
+        if size is not None and (isinstance(size, bool) or not isinstance(size, (int, float))):
+            raise TypeError(f"split_dataset: `{name}` must be an int, a float or None. "
+                            f"Received: {name} of type {type(size).__name__}")
+        bad = isinstance(size, float) and not 0 < size < 1 or isinstance(size, int) and \
+            not 0 < size < n
+        if bad:
+            raise ValueError(f"split_dataset: `{name}` must be a float in (0, 1) or an int in "
+                             f"(0, {n}) for {n} samples. Received: {name}={size!r}")
+        sizes.append(None if size is None else round(size * n) if isinstance(size, float)
+                     else size)
+    left, right = sizes
+    left = n - right if left is None else left
+    right = n - left if right is None else right
+    if left + right > n or left == 0 or right == 0:
+        raise ValueError(f"split_dataset: {n} samples cannot give {left} left and {right} right "
+                         f"samples (neither side may be empty). Received: left_size={left_size!r}"
+                         f", right_size={right_size!r}")
+    return left, right

@@ -1,53 +1,46 @@
 """The epoch loop behind `Model.fit` (see `kerasrs.models.trainer` for the numbers it reports)."""
 
-import collections
-import warnings
-
 import numpy as np
 
 from kerasrs.callbacks import CallbackList
-from kerasrs.models import data_adapter, interrupts, trainer
+from kerasrs.models import data_adapter, epoch_iterator, interrupts, trainer
 
 
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,
         shuffle, class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps,
-        validation_batch_size, validation_freq):
+        validation_batch_size, validation_freq, pad_last_batch=False):
     """Run ``Model.fit`` (arguments as documented there); returns the `History`.
 
     Ctrl-C (SIGINT) stops training once the current batch is done (a second Ctrl-C interrupts at
     once): the unfinished epoch is dropped, ``on_train_end`` runs (so callbacks restore weights,
     close files and keep backups), ``model.history`` keeps the finished epochs, and then
-    KeyboardInterrupt is raised.
+    KeyboardInterrupt is raised. Prefetch workers are stopped on every way out.
     """
     _check_epochs(epochs, initial_epoch)
-    x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
-    n = data_adapter.num_samples("fit", x=x, y=y, sample_weight=sample_weight)
-    model._check_input_structure("fit", x)
-    batch_size = trainer._check_batch_size(batch_size, "fit")
-    val = None
-    if validation_data is not None:
-        val = data_adapter.unpack_validation_data(validation_data)
-        n_val = data_adapter.num_samples("fit", x=val[0], y=val[1], sample_weight=val[2])
-    elif validation_split:
-        (x, y, sample_weight), val = data_adapter.split_validation(
-            x, y, sample_weight, validation_split, n)
-        n_train = int(data_adapter.leaves(x)[0].shape[0])
-        n_val, n = n - n_train, n_train
-    if class_weight is not None:
-        sample_weight = trainer._with_class_weight(y, sample_weight, class_weight)
+    if validation_split and validation_data is None:
+        x, y, sample_weight, validation_data = _split(x, y, sample_weight, validation_split)
+    data = epoch_iterator.get_adapter("fit", x, y, sample_weight, batch_size, shuffle,
+                                      class_weight)
+    if isinstance(data, epoch_iterator.ArrayAdapter):
+        model._check_input_structure("fit", data.x)
     if steps_per_epoch is not None and (not isinstance(steps_per_epoch, int)
                                         or steps_per_epoch <= 0):
         raise ValueError(f"Model.fit: `steps_per_epoch` must be a positive int. Received: "
                          f"steps_per_epoch={steps_per_epoch!r}")
+    batches = epoch_iterator.EpochIterator(data, steps_per_epoch, "fit")
+    pad_size = getattr(data, "batch_size", None)
+    val = None
+    if validation_data is not None:
+        val = epoch_iterator.EpochIterator(
+            _validation_adapter(validation_data, validation_batch_size or batch_size),
+            validation_steps, "fit (validation_data)", resume=False)
     verbose = trainer._verbose(verbose)
-    steps = steps_per_epoch or -(-n // batch_size)
     cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=model,
-                       verbose=verbose, epochs=epochs, steps=steps)
+                       verbose=verbose, epochs=epochs, steps=batches.num_steps)
     model.stop_training = False
     model._train_variables = model._loss_layers = None
     train_step, custom = model._step_function("train")
     hooks = cbs.wants_batch_hooks("train")
-    queue = collections.deque()
     logs = training_logs = {}
     interrupted = None
     cbs.on_train_begin()
@@ -58,20 +51,15 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         for epoch in range(initial_epoch, epochs):
             model.reset_metrics()
             cbs.on_epoch_begin(epoch)
-            if steps_per_epoch is None or not queue:
-                queue = collections.deque(data_adapter.batch_indices(n, batch_size, shuffle))
-            step_logs = None
-            for step in range(steps):
-                if not queue:
-                    warnings.warn(f"Model.fit: the data ran out after {step} of {steps} steps "
-                                  f"in epoch {epoch + 1} (steps_per_epoch={steps_per_epoch}); the "
-                                  "next epoch starts a new pass over the data.", stacklevel=3)
-                    break
-                index = queue.popleft()
+            batches.on_epoch_begin()
+            step_logs, step = None, -1
+            epoch_batches = batches.epoch()
+            if pad_last_batch:
+                epoch_batches = epoch_iterator.pad_batches(epoch_batches, pad_size)
+            for step, batch in enumerate(epoch_batches):
                 if hooks:
                     cbs.on_train_batch_begin(step)
-                out = train_step(*(data_adapter.slice_struct(s, index)
-                                   for s in (x, y, sample_weight)))
+                out = train_step(*batch)
                 if custom:
                     step_logs = out
                 if hooks:
@@ -81,21 +69,26 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
                     break
             if sigint.requested:
                 break  # Ctrl-C: the unfinished epoch is not logged
+            if batches.exhausted and step < 0:
+                break  # a generator ran dry: no epoch to report
+            batches.on_epoch_end()
             # an overridden train_step's last logs are the epoch's logs (Keras 3 reads them too)
             logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
             if val is not None and _should_validate(epoch, validation_freq):
-                size = trainer._check_batch_size(validation_batch_size or batch_size, "fit")
-                batches = data_adapter.batch_indices(n_val, size)[:validation_steps]
-                val_logs = model._evaluate_batches(*val, batches, cbs)
-                logs.update({f"val_{k}": v for k, v in val_logs.items()})
+                val_logs = model._evaluate_batches(val, cbs)
+                if not val.exhausted:  # a spent validation generator gives no numbers
+                    logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
             training_logs = logs
-            if model.stop_training or sigint.requested:
+            if model.stop_training or sigint.requested or batches.exhausted:
                 break
     except KeyboardInterrupt as e:  # Ctrl-C that the deferred handler did not catch
         interrupted = e
     finally:
         sigint.restore()
+        batches.close()  # stops prefetch workers on every way out
+        if val is not None:
+            val.close()
     if sigint.requested and interrupted is None:
         interrupted = KeyboardInterrupt("Model.fit was interrupted (Ctrl-C); model.history "
                                         "holds the finished epochs.")
@@ -106,6 +99,29 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     if interrupted is not None:
         raise interrupted
     return model.history
+
+
+def _split(x, y, sample_weight, validation_split):
+    """``(x, y, sample_weight, validation_data)`` with the last fraction held out (arrays)."""
+    if not epoch_iterator.is_array_data(x):
+        raise ValueError("Model.fit: `validation_split` needs array data (a dataset or "
+                         "generator cannot be split); pass `validation_data` instead. Received: "
+                         f"x of type {type(x).__name__}")
+    x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
+    n = data_adapter.num_samples("fit", x=x, y=y, sample_weight=sample_weight)
+    train, val = data_adapter.split_validation(x, y, sample_weight, validation_split, n)
+    return (*train, val)
+
+
+def _validation_adapter(validation_data, batch_size):
+    """An adapter for ``validation_data``: a tuple ``(x, y[, sample_weight])`` of arrays, or a
+    dataset/generator."""
+    if isinstance(validation_data, (tuple, list)):
+        x, y, sample_weight = data_adapter.unpack_validation_data(validation_data)
+        return epoch_iterator.get_adapter("fit", x, y, sample_weight, batch_size)
+    if epoch_iterator.is_array_data(validation_data):
+        data_adapter.unpack_validation_data(validation_data)  # raises: not a tuple
+    return epoch_iterator.get_adapter("fit", validation_data)
 
 
 def _check_epochs(epochs, initial_epoch):

@@ -16,6 +16,7 @@ subclass's bases, so the model is a ``MyModel`` and a `Functional` at once.
 import numpy as np
 
 from kerasrs import autodiff
+from kerasrs.layers import base as base_layer
 from kerasrs.layers.base import Layer
 from kerasrs.models import summary as summary_module
 from kerasrs.models import trainer
@@ -42,7 +43,7 @@ class Model(trainer.Trainer, Layer):
             from kerasrs.models.functional import Functional
 
             return object.__new__(Functional)
-        return object.__new__(cls)
+        return Layer.__new__(cls, *args, **kwargs)
 
     def __init__(self, *args, **kwargs):
         if _functional_init_arguments(args, kwargs):
@@ -226,3 +227,6 @@ def _zeros_like_shape(shape, dtype):
     if isinstance(shape, list) and shape and isinstance(shape[0], (list, tuple)):
         return [_zeros_like_shape(s, dtype) for s in shape]
     return np.zeros(tuple(1 if d is None else d for d in shape), dtype=dtype)
+
+
+base_layer._BASE_GET_CONFIGS.add(Model.get_config)

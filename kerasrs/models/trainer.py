@@ -28,8 +28,9 @@ import numpy as np
 
 from kerasrs import autodiff
 from kerasrs.callbacks import CallbackList
+from kerasrs.layers import padding
 from kerasrs.metrics.base import Metric
-from kerasrs.models import compile_utils, data_adapter
+from kerasrs.models import compile_utils, data_adapter, epoch_iterator
 
 
 class Trainer:
@@ -234,12 +235,21 @@ class Trainer:
         cm.update_flat(data_adapter.flatten_targets(y, names), autodiff._flatten(y_pred),
                        data_adapter.flatten_targets(sample_weight, names, "sample_weight"))
 
-    def _forward_backward(self, x, y, sample_weight):
+    def _forward_backward(self, x, y, sample_weight, real=None):
         """Forward pass, loss, gradients and one optimizer step; folds the loss into the loss
-        mean. Returns the predictions."""
+        mean. ``real``: the batch is padded after this many rows (``pad_last_batch``); the
+        forward pass runs on the whole batch, the loss on the real rows only. Returns
+        ``(y_pred, y, sample_weight)`` of the rows that count."""
         optimizer = self.optimizer
         with autodiff.GradientTape() as tape:
-            y_pred = self(x, training=True)
+            if real is None:
+                y_pred = self(x, training=True)
+            else:
+                with padding.real_rows(real, _batch_size(x)):
+                    y_pred = self(x, training=True)
+                x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))
+                                       for s in (x, y, sample_weight))
+                y_pred = _first_rows(y_pred, real)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
             scaled = loss if optimizer is None or optimizer.loss_scale_factor is None else \
                 optimizer.scale_loss(loss)
@@ -253,7 +263,7 @@ class Trainer:
             for v in variables:
                 if getattr(v, "constraint", None) is not None:
                     v.assign(autodiff.convert_to_tensor(v.constraint(v)).data)
-        return y_pred
+        return y_pred, y, sample_weight
 
     def train_step(self, data):
         """One optimizer step on one batch; returns the logs (Keras 3's signature).
@@ -266,12 +276,12 @@ class Trainer:
             `compute_metrics`'s dict: the running ``loss`` and metrics of the epoch so far.
         """
         x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
-        y_pred = self._forward_backward(x, y, sample_weight)
+        y_pred, _, _ = self._forward_backward(x, y, sample_weight)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
-    def _train_batch(self, x, y, sample_weight):
+    def _train_batch(self, x, y, sample_weight, real=None):
         """`train_step` without building the logs (fit's path when nothing is overridden)."""
-        y_pred = self._forward_backward(x, y, sample_weight)
+        y_pred, y, sample_weight = self._forward_backward(x, y, sample_weight, real)
         self._update_compiled_metrics(y, y_pred, sample_weight)
 
     def _test_batch(self, x, y, sample_weight):
@@ -308,7 +318,10 @@ class Trainer:
             return (self._train_batch if mode == "train" else self._test_batch), False
         user_step = getattr(self, name)
 
-        def step(x, y, sample_weight):
+        def step(x, y, sample_weight, real=None):
+            if real is not None:  # an overridden step gets the short batch, unpadded
+                x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))
+                                       for s in (x, y, sample_weight))
             data = data_adapter.pack_x_y_sample_weight(
                 *(_to_tensors(v) for v in (x, y, sample_weight)))
             if mode == "train":
@@ -330,11 +343,13 @@ class Trainer:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
-            validation_batch_size=None, validation_freq=1):
-        """Train for ``epochs`` epochs on arrays (see the module docstring for the numbers).
+            validation_batch_size=None, validation_freq=1, pad_last_batch=False):
+        """Train for ``epochs`` epochs (see the module docstring for the numbers).
 
         Args:
-            x, y: arrays, or lists/dicts of arrays for several inputs/outputs.
+            x, y: arrays, or lists/dicts of arrays for several inputs/outputs. ``x`` may also
+                be a `kerasrs.utils.PyDataset`, a generator or an iterable of batches (``x``,
+                ``(x, y)`` or ``(x, y, sample_weight)``), with ``y`` and ``sample_weight`` None.
             batch_size: samples per step (default 32); the last batch may be smaller.
             epochs: index of the last epoch (training runs ``initial_epoch .. epochs - 1``).
             verbose: "auto" or 1 (a tqdm bar per epoch on a terminal or in a notebook; on any
@@ -353,6 +368,12 @@ class Trainer:
             validation_steps, validation_batch_size: limits for the validation pass.
             validation_freq: validate every this many epochs (int) or at these epochs (list,
                 counting from 1).
+            pad_last_batch: kerasrs extension. If True, a short last batch is padded to
+                ``batch_size`` (to the first batch's size for datasets and generators) by
+                repeating its rows, so every step sees one shape; the padding is left out of
+                the loss, the metrics, the gradient and BatchNormalization's statistics, so the
+                step equals the one on the short batch. An overridden ``train_step`` gets the
+                short batch.
 
         Returns:
             The `History` callback; ``history.history`` maps each log name to a list per epoch.
@@ -365,43 +386,56 @@ class Trainer:
         from kerasrs.models import fit_loop
 
         self._require_compiled("fit")
+        epochs, steps_per_epoch = _apply_config_caps(epochs, steps_per_epoch)
         return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
                             validation_data, shuffle, class_weight, sample_weight, initial_epoch,
                             steps_per_epoch, validation_steps, validation_batch_size,
-                            validation_freq)
+                            validation_freq, pad_last_batch)
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
                  steps=None, callbacks=None, return_dict=False, **kwargs):
         """Loss and metrics on the data in inference mode, over all samples.
 
+        ``x`` is arrays (with ``y`` and ``sample_weight``), or a `kerasrs.utils.PyDataset`, a
+        generator or an iterable of ``(x, y[, sample_weight])`` batches; ``steps`` limits the
+        batches (a generator is advanced exactly ``steps`` times). The loss is the mean over
+        samples, batches weighted by their size.
+
         Returns:
             A float (loss only), a list ``[loss, *metrics]`` in `metrics_names` order, or a dict
             with ``return_dict=True``.
+
+        Raises:
+            TypeError: for ``x`` of a kind not listed above.
         """
         self._require_compiled("evaluate")
-        x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
-        n = data_adapter.num_samples("evaluate", x=x, y=y, sample_weight=sample_weight)
-        self._check_input_structure("evaluate", x)
-        batch_size = _check_batch_size(batch_size, "evaluate")
-        batches = data_adapter.batch_indices(n, batch_size)[:steps]
+        data = epoch_iterator.get_adapter("evaluate", x, y, sample_weight, batch_size)
+        if isinstance(data, epoch_iterator.ArrayAdapter):
+            self._check_input_structure("evaluate", data.x)
+        batches = epoch_iterator.EpochIterator(data, steps, "evaluate", resume=False)
         verbose = _verbose(verbose)
         self._loss_layers = None
         cbs = callbacks if isinstance(callbacks, CallbackList) else CallbackList(
-            callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, steps=len(batches))
-        logs = self._evaluate_batches(x, y, sample_weight, batches, cbs)
+            callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+            steps=batches.num_steps)
+        try:
+            logs = self._evaluate_batches(batches, cbs)
+        finally:
+            batches.close()
         return self._ordered(logs, return_dict)
 
-    def _evaluate_batches(self, x, y, sample_weight, batches, callbacks):
+    def _evaluate_batches(self, batches, callbacks):
+        """Loss and metrics over one epoch of the `EpochIterator` ``batches``."""
         self.reset_metrics()
         test_step, custom = self._step_function("test")
         callbacks.on_test_begin()
         hooks = callbacks.wants_batch_hooks("test")
         logs = None
-        for step, index in enumerate(batches):
+        for step, (x, y, sample_weight) in enumerate(batches.epoch()):
             if hooks:
                 callbacks.on_test_batch_begin(step)
-            out = test_step(*(data_adapter.slice_struct(s, index) for s in (x, y, sample_weight)))
+            out = test_step(x, y, sample_weight)
             if custom:
                 logs = out
             if hooks:
@@ -415,29 +449,40 @@ class Trainer:
         """The model's outputs for ``x`` as NumPy arrays, computed in batches in inference mode.
 
         Any number of samples works, including 1 (``x[:1]``); a single sample without its batch
-        axis is rejected with the expected shape.
+        axis is rejected with the expected shape. ``x`` may also be a `PyDataset`, a generator
+        or an iterable of batches (targets in the batches are ignored); ``steps`` limits the
+        batches (a generator is advanced exactly ``steps`` times).
 
         Returns:
             An array ``(n, ...)``, or a list/dict of arrays for several outputs.
+
+        Raises:
+            ValueError: if there is no batch to predict on.
         """
-        x = data_adapter.standardize(x)
-        n = data_adapter.num_samples("predict", x=x)
-        self._check_input_structure("predict", x)
-        batches = data_adapter.batch_indices(n, _check_batch_size(batch_size, "predict"))[:steps]
+        data = epoch_iterator.get_adapter("predict", x, batch_size=batch_size)
+        if isinstance(data, epoch_iterator.ArrayAdapter):
+            self._check_input_structure("predict", data.x)
+        batches = epoch_iterator.EpochIterator(data, steps, "predict", resume=False)
         verbose = _verbose(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
-                           steps=len(batches))
+                           steps=batches.num_steps)
         cbs.on_predict_begin()
         hooks = cbs.wants_batch_hooks("predict")
         outputs = []
-        for step, index in enumerate(batches):
-            if hooks:
-                cbs.on_predict_batch_begin(step)
-            out = self.predict_on_batch(data_adapter.slice_struct(x, index))
-            outputs.append(out)
-            if hooks:
-                cbs.on_predict_batch_end(step, {"outputs": out})
+        try:
+            for step, (x_batch, _, _) in enumerate(batches.epoch()):
+                if hooks:
+                    cbs.on_predict_batch_begin(step)
+                out = self.predict_on_batch(x_batch)
+                outputs.append(out)
+                if hooks:
+                    cbs.on_predict_batch_end(step, {"outputs": out})
+        finally:
+            batches.close()
         cbs.on_predict_end()
+        if not outputs:
+            raise ValueError("Model.predict: the data gave no batch to predict on. Received: "
+                             f"an empty {type(x).__name__}")
         flat = [autodiff._flatten(o) for o in outputs]
         joined = [np.concatenate([f[i] for f in flat], axis=0) for i in range(len(flat[0]))]
         return autodiff._pack(outputs[0], iter(joined))
@@ -515,16 +560,31 @@ def _to_tensors(struct):
 
 
 def _scalar(value, what):
-    """A loss value as a Python float (for the loss mean).
+    """A loss value as a Python float (for the loss mean). An unreduced loss (a `Loss` with
+    ``reduction=None`` in ``compile``) counts as the mean of its values, as Keras's loss
+    tracker reports it; its gradient is that of the sum (the tape seeds with ones, as
+    TensorFlow does for a non-scalar target).
 
     Raises:
-        ValueError: if ``value`` is not a single number.
+        ValueError: if ``value`` is empty.
     """
     raw = getattr(value, "data", value)
-    if getattr(raw, "size", 1) != 1:
-        raise ValueError(f"Model: `{what}` must return a scalar loss. Received: a value of "
+    if getattr(raw, "size", 1) == 0:
+        raise ValueError(f"Model: `{what}` returned an empty loss. Received: a value of "
                          f"shape {tuple(raw.shape)}")
-    return float(raw)
+    return float(raw.mean()) if getattr(raw, "size", 1) != 1 else float(raw)
+
+
+def _first_rows(outputs, count):
+    """Every output Tensor's first ``count`` rows, with its mask (if any) cut alike."""
+    def cut(out):
+        part = out[:count]
+        mask = getattr(out, "_keras_mask", None)
+        if mask is not None:
+            part._keras_mask = mask[:count]
+        return part
+
+    return autodiff._pack(outputs, iter([cut(o) for o in autodiff._flatten(outputs)]))
 
 
 def _batch_size(x):
@@ -558,3 +618,15 @@ def _with_class_weight(y, sample_weight, class_weight):
         return weights
     return np.asarray(sample_weight, dtype=np.float32).reshape(len(weights), -1)[:, 0] * weights
 
+
+def _apply_config_caps(epochs, steps_per_epoch):
+    """``epochs`` and ``steps_per_epoch`` limited by ``kerasrs.config.set_max_epochs`` /
+    ``set_max_steps_per_epoch`` (Keras's caps for quick runs)."""
+    from kerasrs.backend import settings
+
+    if settings.max_epochs() is not None and isinstance(epochs, int):
+        epochs = min(epochs, settings.max_epochs())
+    cap = settings.max_steps_per_epoch()
+    if cap is not None:
+        steps_per_epoch = cap if steps_per_epoch is None else min(steps_per_epoch, cap)
+    return epochs, steps_per_epoch

@@ -19,6 +19,18 @@ from kerasrs.ops.reduction import *  # noqa: F401,F403
 from kerasrs.ops.reduction import __all__ as _reduction_all
 from kerasrs.ops.layout import *  # noqa: F401,F403
 from kerasrs.ops.layout import __all__ as _shape_all
+from kerasrs.ops.elementwise import *  # noqa: F401,F403,E402
+from kerasrs.ops.elementwise import __all__ as _elementwise_all
+from kerasrs.ops.numpy_extra import *  # noqa: F401,F403,E402
+from kerasrs.ops.numpy_extra import __all__ as _numpy_extra_all
+from kerasrs.ops.control import *  # noqa: F401,F403,E402
+from kerasrs.ops.control import __all__ as _control_all
+from kerasrs.ops.linalg import *  # noqa: F401,F403,E402
+from kerasrs.ops.linalg import __all__ as _linalg_all
+from kerasrs.ops.fft import *  # noqa: F401,F403,E402
+from kerasrs.ops.fft import __all__ as _fft_all
+from kerasrs.ops.spatial import cdist, rearrange  # noqa: F401,E402
+from kerasrs.ops import linalg  # noqa: F401,E402  (keras.ops.linalg)
 
 
 def stop_gradient(x):
@@ -37,7 +49,10 @@ def convert_to_numpy(x):
 
 
 __all__ = sorted(set(_core_all + _math_all + _nn_all + _shape_all + _creation_all +
-                     _reduction_all + ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
+                     _reduction_all + _elementwise_all + _numpy_extra_all + _control_all +
+                     _linalg_all + _fft_all +
+                     ["cdist", "rearrange"] +
+                     ["stop_gradient", "convert_to_tensor", "convert_to_numpy"]))
 
 
 # -- symbolic dispatch -------------------------------------------------------------------------
@@ -147,3 +162,5 @@ def _install_symbolic_dispatch():
 
 
 _WRAPPER_CODES = frozenset(_install_symbolic_dispatch())  # how op_layer spots nested op calls
+
+from kerasrs.ops import numpy  # noqa: E402,F401  (keras.ops.numpy: same functions)

@@ -92,7 +92,7 @@ def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
     """One-hot encoding of integer class ids, as Keras's ``ops.one_hot``.
 
     Args:
-        x: integer Tensor of class ids, any shape.
+        x: Tensor of class ids, any shape; float ids are cast to int (truncated), as Keras.
         num_classes: int, the depth of the new axis.
         axis: where the new axis goes in the result. Defaults to -1 (last).
         dtype: result dtype, default floatx.
@@ -105,11 +105,13 @@ def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
 
     Raises:
         ValueError: for ``num_classes < 1``, a bad axis or ``sparse=True``.
-        TypeError: for non-integer ids.
+        TypeError: for ids that are not numbers.
     """
     x = convert_to_tensor(x)
+    if x.dtype.kind == "f" or x.dtype.name == "bfloat16":  # Keras casts float ids to int
+        x = Tensor(x.data.astype("int64"), backend=x.backend)
     if x.dtype.kind not in "iu":
-        raise TypeError(f"one_hot: class ids must be integers. Received: dtype {x.dtype}")
+        raise TypeError(f"one_hot: class ids must be numbers. Received: dtype {x.dtype}")
     if int(num_classes) < 1 or sparse or not -(x.ndim + 1) <= axis <= x.ndim:
         raise ValueError(f"one_hot: needs num_classes >= 1, an axis in [-{x.ndim + 1}, "
                          f"{x.ndim}] and sparse=False. Received: num_classes={num_classes}, "

@@ -621,3 +621,10 @@ __all__ = [
     "tanh_shrink",
     "threshold",
 ]
+
+
+# Keras's other ops.nn names (kept in nn_extra.py; ops.nn lists them too).
+from kerasrs.ops.nn_extra import *  # noqa: F401,F403,E402
+from kerasrs.ops.nn_extra import __all__ as _extra_all  # noqa: E402
+
+__all__ = __all__ + [n for n in _extra_all if n not in __all__]

@@ -15,8 +15,11 @@ from kerasrs.optimizers.lion import Lion
 from kerasrs.optimizers.nadam import Nadam
 from kerasrs.optimizers.rmsprop import RMSprop
 from kerasrs.optimizers.sgd import SGD
+from kerasrs.optimizers.extra import Adafactor, Ftrl, Lamb, Muon, ScheduleFreeAdamW
+from kerasrs.optimizers.routing import MultiOptimizer, OptimizerMap
 
-ALL_OBJECTS = (SGD, RMSprop, Adam, AdamW, Adagrad, Adadelta, Adamax, Nadam, Lion)
+ALL_OBJECTS = (SGD, RMSprop, Adam, AdamW, Adagrad, Adadelta, Adamax, Nadam, Lion, Ftrl,
+               Adafactor, Lamb, Muon, ScheduleFreeAdamW)
 _BY_NAME = {cls.__name__.lower(): cls for cls in ALL_OBJECTS}
 
 
@@ -42,7 +45,8 @@ def deserialize(config, custom_objects=None):
         raise ValueError("optimizers.deserialize: expected a dict with 'class_name' and 'config'."
                          f" Received: {config!r}")
     name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or _BY_NAME.get(name.lower())
+    cls = (custom_objects or {}).get(name) or _BY_NAME.get(name.lower()) or \
+        {"multioptimizer": MultiOptimizer}.get(name.lower())
     if cls is None:
         raise ValueError(f"optimizers.deserialize: unknown optimizer {name!r}; known: "
                          f"{sorted(c.__name__ for c in ALL_OBJECTS)}. Received: {config!r}")
@@ -71,4 +75,5 @@ def get(identifier):
 
 
 __all__ = ["Optimizer", "SGD", "RMSprop", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax",
-           "Nadam", "Lion", "schedules", "get", "serialize", "deserialize"]
+           "Nadam", "Lion", "Ftrl", "Adafactor", "Lamb", "Muon", "ScheduleFreeAdamW", "schedules",
+           "MultiOptimizer", "OptimizerMap", "get", "serialize", "deserialize"]

@@ -199,8 +199,46 @@ class CosineDecay(LearningRateSchedule):
                 "warmup_target": self.warmup_target, "warmup_steps": self.warmup_steps}
 
 
+class CosineDecayRestarts(LearningRateSchedule):
+    """Cosine decay with warm restarts (SGDR, Loshchilov & Hutter 2017, eq. 5).
+
+    Period ``i`` lasts ``first_decay_steps * t_mul**i`` steps and starts from
+    ``initial_learning_rate * m_mul**i``; within it the rate follows
+    ``(1 - alpha) * 0.5 * (1 + cos(pi * fraction)) + alpha`` times that start.
+
+    Raises:
+        ValueError: if ``first_decay_steps <= 0``.
+    """
+
+    def __init__(self, initial_learning_rate, first_decay_steps, t_mul=2.0, m_mul=1.0,
+                 alpha=0.0, name="SGDRDecay"):
+        _check_positive("CosineDecayRestarts", "first_decay_steps", first_decay_steps)
+        self.initial_learning_rate, self.first_decay_steps = initial_learning_rate, \
+            first_decay_steps
+        self._t_mul, self._m_mul, self.alpha, self.name = t_mul, m_mul, alpha, name
+
+    def __call__(self, step):
+        fraction = _step(step) / self.first_decay_steps
+        if self._t_mul == 1.0:
+            restart = math.floor(fraction)
+            fraction -= restart
+        else:  # the geometric series of period lengths
+            restart = math.floor(math.log(1.0 - fraction * (1.0 - self._t_mul))
+                                 / math.log(self._t_mul))
+            done = (1.0 - self._t_mul ** restart) / (1.0 - self._t_mul)
+            fraction = (fraction - done) / self._t_mul ** restart
+        cosine = 0.5 * self._m_mul ** restart * (1.0 + math.cos(math.pi * fraction))
+        return self.initial_learning_rate * ((1 - self.alpha) * cosine + self.alpha)
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "first_decay_steps": self.first_decay_steps, "t_mul": self._t_mul,
+                "m_mul": self._m_mul, "alpha": self.alpha, "name": self.name}
+
+
 ALL_SCHEDULES = {cls.__name__: cls for cls in (ExponentialDecay, PiecewiseConstantDecay,
-                                               InverseTimeDecay, PolynomialDecay, CosineDecay)}
+                                               InverseTimeDecay, PolynomialDecay, CosineDecay,
+                                               CosineDecayRestarts)}
 
 
 def serialize(schedule):

@@ -311,7 +311,9 @@ def to_json(model, **kwargs):
     return model_config.to_json(model, **kwargs)
 
 
-__all__ = ["save_model", "load_model", "save_weights", "load_weights", "save_npz", "load_npz",
+__all__ = ["KerasFileEditor", "save_model", "load_model", "save_weights", "load_weights", "save_npz", "load_npz",
            "model_from_json", "to_json", "register_keras_serializable", "get_registered_name",
            "get_registered_object", "get_custom_objects", "custom_object_scope",
            "CustomObjectScope", "serialize_keras_object", "deserialize_keras_object"]
+
+from kerasrs.saving.file_editor import KerasFileEditor  # noqa: E402,F401

@@ -17,6 +17,8 @@ import inspect
 
 import numpy as np
 
+from kerasrs.backend import settings
+
 _GLOBAL_CUSTOM_OBJECTS = {}  # registered name ("package>Name") -> class or function
 _GLOBAL_CUSTOM_NAMES = {}  # class or function -> registered name
 _scopes = []  # dicts of the custom_object_scope blocks now open, innermost last
@@ -257,6 +259,8 @@ def prepare_config(config, custom_objects=None, safe_mode=True, where="load_mode
     from kerasrs.layers import base
 
     objects = all_custom_objects(custom_objects)
+    if settings.is_unsafe_deserialization_enabled():  # keras.config.enable_unsafe_deserialization
+        safe_mode = False
     if not safe_mode:
         objects.setdefault("Lambda", _UnsafeLambda)
 

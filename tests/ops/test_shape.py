@@ -283,8 +283,11 @@ def test_one_hot(backend, axis):
     assert y.dtype == np.float32 and y.shape == want.shape
     np.testing.assert_array_equal(y.numpy(), want)
     assert ops.one_hot(np.array([1]), 2, dtype="int32").dtype == np.int32
-    with pytest.raises(TypeError, match="one_hot: class ids must be integers"):
-        ops.one_hot(np.array([0.5]), 2)
+    # float class ids are cast to int (truncated), as Keras does (issue 12)
+    np.testing.assert_array_equal(ops.one_hot(np.array([0.5, 1.7]), 2).numpy(),
+                                  [[1, 0], [0, 1]])
+    with pytest.raises(TypeError, match="one_hot: class ids must be numbers"):
+        ops.one_hot(np.array([True]), 2)
     with pytest.raises(ValueError, match="one_hot: needs num_classes >= 1"):
         ops.one_hot(ids, 0)
 

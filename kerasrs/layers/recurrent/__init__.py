@@ -5,9 +5,11 @@ Re-exported by `kerasrs.layers` (which imports every package module's ``__all__`
 
 from kerasrs.layers.recurrent.base_rnn import RNN
 from kerasrs.layers.recurrent.bidirectional import Bidirectional
+from kerasrs.layers.recurrent.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from kerasrs.layers.recurrent.cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from kerasrs.layers.recurrent.layers import GRU, LSTM, SimpleRNN
 from kerasrs.layers.recurrent.time_distributed import TimeDistributed
 
-__all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell",
+__all__ = ["ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D",
+           "RNN", "SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell",
            "StackedRNNCells", "Bidirectional", "TimeDistributed"]

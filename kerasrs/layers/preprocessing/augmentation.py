@@ -1,0 +1,356 @@
+"""Image augmentation layers with Keras 3's names, arguments and transforms.
+
+Each draws random parameters per image (per batch for `RandomCrop`) when training and applies
+a deterministic transform (`transform`, reusable with chosen parameters); in inference
+(``training=False``, as in ``predict`` and ``evaluate``) the images pass through unchanged
+(`RandomCrop` crops the centre). A direct call ``layer(images)`` trains, as in Keras. With
+``seed`` a layer draws from its own NumPy generator, so a model with seeded augmentation
+repeats its augmentations run after run; without it, from NumPy's global generator (seeded by
+`kerasrs.utils.set_random_seed`). Images are ``(batch, H, W, C)`` or ``(H, W, C)``
+(``data_format="channels_last"``; "channels_first" is accepted too).
+"""
+
+import math
+
+import numpy as np
+
+from kerasrs.layers.base import Layer
+from kerasrs.layers.preprocessing import image
+from kerasrs.ops.core import constant
+
+__all__ = ["RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "RandomContrast",
+           "RandomBrightness", "RandomCrop"]
+
+
+class _RandomImageLayer(Layer):
+    """Seeding, training switch and layout handling shared by the augmentation layers."""
+
+    def __init__(self, seed=None, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        self.seed = seed
+        self.data_format = image.check_data_format(self.name, data_format)
+        self._rng = None
+
+    def _generator(self):
+        if self.seed is None:
+            return np.random.default_rng(np.random.randint(2 ** 31))
+        if self._rng is None:
+            self._rng = np.random.default_rng(self.seed)
+        return self._rng
+
+    def call(self, inputs, training=True):
+        x, undo = image.to_nhwc(self.name, inputs, self.data_format)
+        x = x.astype(self.compute_dtype)
+        if training:
+            x = self.transform(inputs.backend.xp, x, self.draw(self._generator(), x.shape))
+        else:
+            x = self.inference(inputs.backend.xp, x)
+        return constant(undo(x), inputs.backend)
+
+    def inference(self, xp, x):
+        return x
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "seed": self.seed, "data_format": self.data_format}
+
+
+def _factor_pair(who, name, factor, low=-1.0, high=1.0):
+    """``(lower, upper)`` from a float ``f`` (``(-|f|, |f|)``) or a pair (sorted)."""
+    if isinstance(factor, (tuple, list)) and len(factor) == 2:
+        pair = tuple(sorted(float(f) for f in factor))
+    elif isinstance(factor, (int, float)) and not isinstance(factor, bool):
+        pair = (-abs(float(factor)), abs(float(factor)))
+    else:
+        raise ValueError(f"{who}: `{name}` must be a number or a pair of numbers. "
+                         f"Received: {name}={factor!r}")
+    if pair[0] < low or pair[1] > high:
+        raise ValueError(f"{who}: `{name}` must lie in [{low}, {high}]. Received: "
+                         f"{name}={factor!r}")
+    return pair
+
+
+class RandomFlip(_RandomImageLayer):
+    """Flips each image, with probability 1/2, left-right, up-down, or both (one decision per
+    image, as Keras 3 draws it).
+
+    Args:
+        mode: "horizontal", "vertical" or "horizontal_and_vertical" (default).
+        seed, data_format: see the module docstring.
+
+    Example:
+        >>> x = np.arange(4.0).reshape(1, 1, 4, 1)
+        >>> RandomFlip("horizontal").transform(np, x, {"flips": np.array([True])}).ravel()
+        array([3., 2., 1., 0.])
+    """
+
+    def __init__(self, mode="horizontal_and_vertical", seed=None, data_format=None, **kwargs):
+        super().__init__(seed, data_format, **kwargs)
+        image.check_choice(self.name, "mode", mode, ("horizontal", "vertical",
+                                                     "horizontal_and_vertical"))
+        self.mode = mode
+
+    def draw(self, rng, shape):
+        return {"flips": rng.random(shape[0]) <= 0.5}
+
+    def transform(self, xp, x, params):
+        flips = xp.asarray(params["flips"])[:, None, None, None]
+        flipped = x
+        if self.mode != "vertical":
+            flipped = flipped[:, :, ::-1]
+        if self.mode != "horizontal":
+            flipped = flipped[:, ::-1]
+        return xp.where(flips, flipped, x)
+
+    def get_config(self):
+        return {**super().get_config(), "mode": self.mode}
+
+
+class _AffineLayer(_RandomImageLayer):
+    """Shared by rotation, translation and zoom: resampling options and `transform`."""
+
+    def __init__(self, fill_mode, interpolation, seed, fill_value, data_format, **kwargs):
+        super().__init__(seed, data_format, **kwargs)
+        image.check_choice(self.name, "fill_mode", fill_mode, image.FILL_MODES)
+        image.check_choice(self.name, "interpolation", interpolation, image.INTERPOLATIONS)
+        self.fill_mode, self.interpolation = fill_mode, interpolation
+        self.fill_value = fill_value
+
+    def transform(self, xp, x, params):
+        """Apply ``params["matrix"]``, one Keras transform ``(8,)`` per image."""
+        return image.affine_transform(xp, x, params["matrix"], self.interpolation,
+                                      self.fill_mode, self.fill_value)
+
+    def get_config(self):
+        return {**super().get_config(), "fill_mode": self.fill_mode,
+                "interpolation": self.interpolation, "fill_value": self.fill_value}
+
+
+def rotation_matrix(angles_degrees, height, width):
+    """Keras's transforms rotating images about their centre by ``angles_degrees``."""
+    theta = np.asarray(angles_degrees, "float64") * math.pi / 180.0
+    cx, cy = 0.5 * (width - 1), 0.5 * (height - 1)
+    cos, sin = np.cos(theta), np.sin(theta)
+    zeros = np.zeros_like(theta)
+    return np.stack([cos, -sin, cx - cx * cos + cy * sin, sin, cos, cy - cx * sin - cy * cos,
+                     zeros, zeros], axis=1)
+
+
+class RandomRotation(_AffineLayer):
+    """Rotates each image about its centre by a random angle.
+
+    Args:
+        factor: float ``f`` (angles in ``[-f, f] * 360`` degrees) or a pair ``(low, high)``;
+            a fraction of a full turn.
+        fill_mode: "reflect" (default), "wrap", "constant" or "nearest".
+        interpolation: "bilinear" (default) or "nearest".
+        fill_value: the value outside the image for "constant".
+        seed, data_format: see the module docstring.
+    """
+
+    def __init__(self, factor, fill_mode="reflect", interpolation="bilinear", seed=None,
+                 fill_value=0.0, data_format=None, **kwargs):
+        super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
+        self.factor = factor
+        self._range = _factor_pair(self.name, "factor", factor, -math.inf, math.inf)
+
+    def draw(self, rng, shape):
+        angles = rng.uniform(self._range[0] * 360.0, self._range[1] * 360.0, shape[0])
+        return {"matrix": rotation_matrix(angles, shape[1], shape[2])}
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor}
+
+
+class RandomTranslation(_AffineLayer):
+    """Shifts each image by random fractions of its height and width.
+
+    Args:
+        height_factor, width_factor: float ``f`` (shifts in ``[-f, f]`` of the size) or a pair
+            ``(low, high)``, within [-1, 1]; positive moves the content down/right.
+        fill_mode, interpolation, fill_value, seed, data_format: as `RandomRotation`.
+    """
+
+    def __init__(self, height_factor, width_factor, fill_mode="reflect",
+                 interpolation="bilinear", seed=None, fill_value=0.0, data_format=None,
+                 **kwargs):
+        super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
+        self.height_factor, self.width_factor = height_factor, width_factor
+        self._height = _factor_pair(self.name, "height_factor", height_factor)
+        self._width = _factor_pair(self.name, "width_factor", width_factor)
+
+    def draw(self, rng, shape):
+        n, h, w = shape[:3]
+        dy = rng.uniform(*self._height, n) * h
+        dx = rng.uniform(*self._width, n) * w
+        return {"matrix": translation_matrix(dx, dy)}
+
+    def get_config(self):
+        return {**super().get_config(), "height_factor": self.height_factor,
+                "width_factor": self.width_factor}
+
+
+def translation_matrix(dx, dy):
+    """Keras's transforms shifting images by ``dx`` columns and ``dy`` rows."""
+    dx, dy = np.asarray(dx, "float64"), np.asarray(dy, "float64")
+    ones, zeros = np.ones_like(dx), np.zeros_like(dx)
+    return np.stack([ones, zeros, -dx, zeros, ones, -dy, zeros, zeros], axis=1)
+
+
+def zoom_matrix(zoom_x, zoom_y, height, width):
+    """Keras's transforms scaling image coordinates about the centre (``zoom > 1`` shows
+    more of the image: zooms out)."""
+    zx, zy = np.asarray(zoom_x, "float64"), np.asarray(zoom_y, "float64")
+    zeros = np.zeros_like(zx)
+    return np.stack([zx, zeros, (width - 1) / 2 * (1 - zx), zeros, zy,
+                     (height - 1) / 2 * (1 - zy), zeros, zeros], axis=1)
+
+
+class RandomZoom(_AffineLayer):
+    """Zooms each image in or out by a random factor.
+
+    Args:
+        height_factor: float ``f`` (zoom ``1 + [-f, f]``) or a pair, in (-1, 1]; positive
+            values zoom out, negative zoom in.
+        width_factor: as ``height_factor``, or None (default) to keep the aspect ratio.
+        fill_mode, interpolation, fill_value, seed, data_format: as `RandomRotation`.
+    """
+
+    def __init__(self, height_factor, width_factor=None, fill_mode="reflect",
+                 interpolation="bilinear", seed=None, fill_value=0.0, data_format=None,
+                 **kwargs):
+        super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
+        self.height_factor, self.width_factor = height_factor, width_factor
+        self._height = _factor_pair(self.name, "height_factor", height_factor)
+        self._width = None if width_factor is None else \
+            _factor_pair(self.name, "width_factor", width_factor)
+        if self._height[0] <= -1 or (self._width is not None and self._width[0] <= -1):
+            raise ValueError(f"{self.name}: zoom factors must be > -1. Received: height_factor="
+                             f"{height_factor!r}, width_factor={width_factor!r}")
+
+    def draw(self, rng, shape):
+        n, h, w = shape[:3]
+        zoom_y = 1.0 + rng.uniform(*self._height, n)
+        zoom_x = zoom_y if self._width is None else 1.0 + rng.uniform(*self._width, n)
+        return {"matrix": zoom_matrix(zoom_x, zoom_y, h, w)}
+
+    def get_config(self):
+        return {**super().get_config(), "height_factor": self.height_factor,
+                "width_factor": self.width_factor}
+
+
+def _value_range(who, value_range):
+    if not isinstance(value_range, (tuple, list)) or len(value_range) != 2 or \
+            value_range[0] >= value_range[1]:
+        raise ValueError(f"{who}: `value_range` must be a pair (low, high) with low < high. "
+                         f"Received: value_range={value_range!r}")
+    return tuple(float(v) for v in value_range)
+
+
+class RandomContrast(_RandomImageLayer):
+    """Scales each image's deviation from its per-channel mean by a random factor:
+    ``clip((x - mean) * c + mean, *value_range)``.
+
+    Args:
+        factor: float ``f`` (``c`` in ``[1, 1 + f]``, Keras 3's rule) or a pair ``(a, b)``
+            (``c`` in ``[1 - a, 1 + b]``), values in [0, 1].
+        value_range: ``(low, high)`` of the pixel values. Defaults to (0, 255).
+        seed: see the module docstring.
+    """
+
+    def __init__(self, factor, value_range=(0, 255), seed=None, **kwargs):
+        data_format = kwargs.pop("data_format", None)
+        super().__init__(seed, data_format, **kwargs)
+        self.factor = factor
+        low, high = _factor_pair(self.name, "factor", factor, -1.0, 1.0)
+        self._range = (0.0, high) if not isinstance(factor, (tuple, list)) else (low, high)
+        if self._range[0] < 0:
+            raise ValueError(f"{self.name}: `factor` must lie in [0, 1]. Received: "
+                             f"factor={factor!r}")
+        self.value_range = _value_range(self.name, value_range)
+
+    def draw(self, rng, shape):
+        return {"contrast": rng.uniform(1.0 - self._range[0], 1.0 + self._range[1], shape[0])}
+
+    def transform(self, xp, x, params):
+        factor = xp.asarray(params["contrast"], x.dtype)[:, None, None, None]
+        mean = x.mean(axis=(1, 2), keepdims=True)
+        return xp.clip((x - mean) * factor + mean, *self.value_range).astype(x.dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor,
+                "value_range": list(self.value_range)}
+
+
+class RandomBrightness(_RandomImageLayer):
+    """Adds a random offset to each image: ``clip(x + d * (high - low), low, high)`` with
+    ``d`` drawn from the factor range and ``(low, high)`` the value range.
+
+    Args:
+        factor: float ``f`` (``d`` in ``[-f, f]``) or a pair ``(low, high)``, in [-1, 1].
+        value_range: ``(low, high)`` of the pixel values. Defaults to (0, 255).
+        seed: see the module docstring.
+
+    Example:
+        >>> x = np.full((1, 1, 1, 1), 100.0)
+        >>> RandomBrightness((0.1, 0.1))(x).numpy().ravel()
+        array([125.5], dtype=float32)
+    """
+
+    def __init__(self, factor, value_range=(0, 255), seed=None, **kwargs):
+        data_format = kwargs.pop("data_format", None)
+        super().__init__(seed, data_format, **kwargs)
+        self.factor = factor
+        self._range = _factor_pair(self.name, "factor", factor)
+        self.value_range = _value_range(self.name, value_range)
+
+    def draw(self, rng, shape):
+        span = self.value_range[1] - self.value_range[0]
+        return {"delta": rng.uniform(*self._range, shape[0]) * span}
+
+    def transform(self, xp, x, params):
+        delta = xp.asarray(params["delta"], x.dtype)[:, None, None, None]
+        return xp.clip(x + delta, *self.value_range).astype(x.dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "factor": self.factor,
+                "value_range": list(self.value_range)}
+
+
+class RandomCrop(_RandomImageLayer):
+    """Crops a random ``(height, width)`` window, one offset per batch; in inference (or when
+    the images are not larger than the window) the centred crop of the target aspect ratio,
+    resized to ``(height, width)``.
+
+    Args:
+        height, width: ints, the output size.
+        seed, data_format: see the module docstring.
+    """
+
+    def __init__(self, height, width, seed=None, data_format=None, name=None, **kwargs):
+        super().__init__(seed, data_format, name=name, **kwargs)
+        self.height, self.width = int(height), int(width)
+
+    def draw(self, rng, shape):
+        h, w = shape[1], shape[2]
+        if h > self.height and w > self.width:
+            return {"top": int(rng.uniform(0, h - self.height + 1)),
+                    "left": int(rng.uniform(0, w - self.width + 1))}
+        return None
+
+    def transform(self, xp, x, params):
+        if params is None:
+            return self.inference(xp, x)
+        top, left = params["top"], params["left"]
+        return x[:, top:top + self.height, left:left + self.width]
+
+    def inference(self, xp, x):
+        return image.resize(xp, x, self.height, self.width, crop_to_aspect_ratio=True)
+
+    def compute_output_shape(self, input_shape):
+        return image._with_size(input_shape, self.height, self.width, self.data_format)
+
+    def get_config(self):
+        return {**super().get_config(), "height": self.height, "width": self.width}

@@ -1,0 +1,191 @@
+"""Control flow and structured updates with Keras's ``keras.ops`` names. kerasrs runs eagerly, so
+loops are Python loops over ops; gradients flow through every op inside them."""
+
+import builtins
+
+import numpy as np
+
+from kerasrs.autodiff import convert_to_tensor
+from kerasrs.ops import core, layout, math
+from kerasrs.ops.core import constant, getitem
+
+_slice = builtins.slice
+
+
+def cond(pred, true_fn, false_fn):
+    """``true_fn()`` if ``pred`` else ``false_fn()``."""
+    return true_fn() if bool(convert_to_tensor(pred).numpy()) else false_fn()
+
+
+def switch(index, branches, *operands):
+    """``branches[index](*operands)``, the index clamped to the valid range."""
+    i = int(np.clip(int(convert_to_tensor(index).numpy()), 0, len(branches) - 1))
+    return branches[i](*operands)
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``."""
+    val = init_val
+    for i in range(int(lower), int(upper)):
+        val = body_fun(i, val)
+    return val
+
+
+def while_loop(cond, body, loop_vars, maximum_iterations=None):  # noqa: F811
+    """Apply ``body`` to ``loop_vars`` while ``cond(*loop_vars)``; a tuple/list of vars is
+    unpacked into both functions, as Keras does."""
+    packed = isinstance(loop_vars, (list, tuple))
+    vars_ = tuple(loop_vars) if packed else (loop_vars,)
+    n = 0
+    while bool(convert_to_tensor(cond(*vars_)).numpy()) and (maximum_iterations is None or
+                                                             n < maximum_iterations):
+        out = body(*vars_)
+        vars_ = tuple(out) if packed else (out,)
+        n += 1
+    return type(loop_vars)(vars_) if packed else vars_[0]
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
+    ``(carry, stack(ys))``."""
+    n = length if xs is None else convert_to_tensor(xs).shape[0]
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    carry, ys = init, []
+    for i in order:
+        carry, y = f(carry, None if xs is None else getitem(convert_to_tensor(xs), i))
+        ys.append(y)
+    if reverse:
+        ys = ys[::-1]
+    return carry, (layout.stack(ys, axis=0) if ys and ys[0] is not None else None)
+
+
+def map(f, xs):  # noqa: A001  (Keras's name)
+    """``stack([f(x) for x in xs])`` over the leading axis."""
+    xs = convert_to_tensor(xs)
+    return layout.stack([convert_to_tensor(f(getitem(xs, i))) for i in range(xs.shape[0])], 0)
+
+
+def vectorized_map(function, elements):
+    """``function`` over the leading axis of ``elements`` (as `map`)."""
+    return map(function, elements)
+
+
+def associative_scan(f, elems, reverse=False, axis=0):
+    """Inclusive scan of ``elems`` along ``axis`` with the associative ``f`` (sequential)."""
+    x = convert_to_tensor(elems)
+    parts = [getitem(x, tuple([_slice(None)] * (axis % x.ndim) + [i]))
+             for i in range(x.shape[axis])]
+    if reverse:
+        parts = parts[::-1]
+    out = [parts[0]]
+    for p in parts[1:]:
+        out.append(f(out[-1], p))
+    if reverse:
+        out = out[::-1]
+    return layout.stack(out, axis=axis)
+
+
+def slice(inputs, start_indices, shape):  # noqa: A001
+    """The block of ``inputs`` starting at ``start_indices`` with size ``shape``."""
+    key = tuple(_slice(int(s), int(s) + int(n)) for s, n in zip(start_indices, shape))
+    return getitem(inputs, key)
+
+
+
+
+def _block_mask(x, key):
+    m = np.zeros(x.shape, dtype=bool)
+    m[key] = True
+    return constant(x.backend.asarray(m), x.backend)
+
+
+def slice_update(inputs, start_indices, updates):
+    """``inputs`` with the block at ``start_indices`` replaced by ``updates`` (differentiable in
+    both)."""
+    x, u = convert_to_tensor(inputs), convert_to_tensor(updates)
+    key = tuple(_slice(int(s), int(s) + n) for s, n in zip(start_indices, u.shape))
+    pad = [(int(s), x.shape[i] - int(s) - u.shape[i]) for i, s in enumerate(start_indices)]
+    return math.where(_block_mask(x, key), layout.pad(u, pad), x)
+
+
+def scatter(indices, values, shape):
+    """A zeros Tensor of ``shape`` with ``values`` added at ``indices`` (rows of coordinates);
+    repeated indices add up. Differentiable in ``values``."""
+    v = convert_to_tensor(values)
+    idx = np.asarray(convert_to_tensor(indices).numpy(), dtype="int64")
+    flat = np.ravel_multi_index(tuple(idx[:, :idx.shape[1]].T), shape[:idx.shape[1]])
+    rest = tuple(shape[idx.shape[1]:])
+    n = int(np.prod(shape[:idx.shape[1]]))
+    onehot = np.zeros((n, idx.shape[0]), dtype=v.dtype)
+    onehot[flat, np.arange(idx.shape[0])] = 1
+    v2 = layout.reshape(v, (idx.shape[0], -1))
+    out = core.matmul(constant(v.backend.asarray(onehot), v.backend), v2)
+    return layout.reshape(out, tuple(shape[:idx.shape[1]]) + rest)
+
+
+def scatter_update(inputs, indices, updates):
+    """``inputs`` with the entries at ``indices`` replaced by ``updates``."""
+    x = convert_to_tensor(inputs)
+    idx = np.asarray(convert_to_tensor(indices).numpy(), dtype="int64")
+    mask = np.zeros(x.shape, dtype=bool)
+    mask[tuple(idx.T)] = True
+    placed = scatter(idx, updates, x.shape)
+    return math.where(constant(x.backend.asarray(mask), x.backend), placed, x)
+
+
+def _segments(data, segment_ids, num_segments):
+    d = convert_to_tensor(data)
+    ids = np.asarray(convert_to_tensor(segment_ids).numpy(), dtype="int64")
+    n = int(ids.max()) + 1 if num_segments is None else int(num_segments)
+    return d, ids, n
+
+
+def segment_sum(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
+    """Sums of the rows of ``data`` that share a segment id (ids outside [0, n) are dropped)."""
+    d, ids, n = _segments(data, segment_ids, num_segments)
+    onehot = (ids[None, :] == np.arange(n)[:, None]).astype(d.dtype)
+    flat = layout.reshape(d, (d.shape[0], -1))
+    out = core.matmul(constant(d.backend.asarray(onehot), d.backend), flat)
+    return layout.reshape(out, (n,) + tuple(d.shape[1:]))
+
+
+def _segment_reduce(data, segment_ids, num_segments, reduce, fill):
+    d, ids, n = _segments(data, segment_ids, num_segments)
+    rows = []
+    for s in range(n):
+        members = np.nonzero(ids == s)[0]
+        rows.append(reduce(layout.take(d, members, axis=0), axis=0) if len(members) else
+                    core.multiply(math.sum(d, axis=0), 0.0) + fill)
+    return layout.stack(rows, axis=0)
+
+
+def segment_max(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
+    """Per-segment maximum (the lowest float for an empty segment, as Keras)."""
+    d = convert_to_tensor(data)
+    return _segment_reduce(d, segment_ids, num_segments, math.max, float(np.finfo(d.dtype).min))
+
+
+def segment_min(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
+    d = convert_to_tensor(data)
+    return _segment_reduce(d, segment_ids, num_segments, math.min, float(np.finfo(d.dtype).max))
+
+
+def segment_prod(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
+    from kerasrs.ops.reduction import prod
+
+    return _segment_reduce(data, segment_ids, num_segments, prod, 1.0)
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """``x`` with NaN and infinities replaced by finite numbers (the dtype's extremes by
+    default); the gradient flows to the finite entries."""
+    x = convert_to_tensor(x)
+    big = float(np.finfo(x.dtype).max) if x.dtype.kind == "f" else 0
+    x = math.where(math.isnan(x), nan, x)
+    x = math.where(core.greater(x, 0) * math.isinf(x), big if posinf is None else posinf, x)
+    return math.where(math.isinf(x), -big if neginf is None else neginf, x)
+
+
+__all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "vectorized_map",
+           "associative_scan", "slice", "slice_update", "scatter", "scatter_update",
+           "segment_sum", "segment_max", "segment_min", "segment_prod", "nan_to_num"]

@@ -1,0 +1,149 @@
+"""Random tensors as Keras's ``keras.random``, seeded like Keras.
+
+``seed`` may be None (a fresh draw from the global generator, which
+``kerasrs.utils.set_random_seed`` resets), an int (the same numbers at every call) or a
+`SeedGenerator` (a new, reproducible stream of numbers at each call). Numbers are drawn on the host
+with NumPy's PCG64 and moved to the default backend, so a seed gives the same values on CPU and GPU.
+"""
+
+import numpy as np
+
+from kerasrs import backend as _backend
+from kerasrs import ops
+from kerasrs.ops.core import constant
+
+_global = [None]
+
+
+class SeedGenerator:
+    """A seed that advances: each random op given it draws different, reproducible numbers.
+
+    Args:
+        seed: int or None (None draws a starting seed from the global generator).
+    """
+
+    def __init__(self, seed=None, name=None, **kwargs):
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            raise ValueError(f"SeedGenerator: `seed` must be an int or None. Received: "
+                             f"seed={seed!r}")
+        self.seed = int(_host_rng(None).integers(2 ** 31)) if seed is None else int(seed)
+        self.name = name or "seed_generator"
+        self.state = np.array([self.seed, 0], dtype="int64")
+
+    def next(self):
+        """The next ``(seed, counter)`` pair; advances the state."""
+        state = self.state.copy()
+        self.state[1] += 1
+        return state
+
+    def get_config(self):
+        return {"seed": self.seed}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _host_rng(seed):
+    if isinstance(seed, SeedGenerator):
+        return np.random.default_rng([int(v) for v in seed.next()])
+    if seed is None:
+        if _global[0] is None:
+            _global[0] = np.random.default_rng(_backend._seed[0])
+        return _global[0]
+    if isinstance(seed, (int, np.integer)):
+        return np.random.default_rng(int(seed))
+    raise ValueError(f"`seed` must be None, an int or a SeedGenerator. Received: seed={seed!r}")
+
+
+def reset_global(seed):
+    """Restart the generator used for ``seed=None`` (called by ``utils.set_random_seed``)."""
+    _global[0] = np.random.default_rng(seed)
+
+
+def _out(values, dtype):
+    dtype = _backend.standardize_dtype(dtype or _backend.floatx())
+    return constant(_backend.get().asarray(np.asarray(values).astype(dtype)), _backend.get())
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """Samples of N(mean, stddev**2), shape ``shape``, float dtype (floatx by default)."""
+    return _out(_host_rng(seed).normal(mean, stddev, size=tuple(shape)), dtype)
+
+
+def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
+    """Samples of U[minval, maxval)."""
+    return _out(_host_rng(seed).uniform(minval, maxval, size=tuple(shape)), dtype)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
+    """N(mean, stddev**2) samples redrawn until within two standard deviations of the mean."""
+    rng = _host_rng(seed)
+    x = rng.standard_normal(tuple(shape))
+    bad = np.abs(x) > 2
+    while bad.any():
+        x[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(x) > 2
+    return _out(mean + stddev * x, dtype)
+
+
+def randint(shape, minval, maxval, dtype="int32", seed=None):
+    """Integers drawn uniformly from [minval, maxval)."""
+    return _out(_host_rng(seed).integers(minval, maxval, size=tuple(shape)), dtype)
+
+
+def categorical(logits, num_samples, dtype="int32", seed=None):
+    """Class ids drawn from ``softmax(logits)`` row by row: logits (batch, classes) ->
+    (batch, num_samples). Vectorized inverse-CDF sampling."""
+    z = ops.convert_to_numpy(logits).astype("float64")
+    if z.ndim != 2:
+        raise ValueError(f"categorical: `logits` must be 2D (batch, classes). Received shape "
+                         f"{z.shape}")
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    cdf = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
+    u = _host_rng(seed).random((z.shape[0], num_samples))
+    ids = (u[:, :, None] > cdf[:, None, :]).sum(axis=2)
+    return _out(np.minimum(ids, z.shape[1] - 1), dtype)
+
+
+def gamma(shape, alpha, dtype=None, seed=None):
+    """Gamma(alpha, 1) samples."""
+    return _out(_host_rng(seed).gamma(alpha, 1.0, size=tuple(shape)), dtype)
+
+
+def beta(shape, alpha, beta, dtype=None, seed=None):  # noqa: A002  (Keras's argument name)
+    """Beta(alpha, beta) samples."""
+    return _out(_host_rng(seed).beta(alpha, beta, size=tuple(shape)), dtype)
+
+
+def binomial(shape, counts, probabilities, dtype=None, seed=None):
+    """Binomial(counts, probabilities) samples (float dtype, as Keras)."""
+    return _out(_host_rng(seed).binomial(counts, probabilities, size=tuple(shape)), dtype)
+
+
+def dropout(inputs, rate, noise_shape=None, seed=None):
+    """``inputs`` with each element zeroed with probability ``rate`` and the rest scaled by
+    ``1 / (1 - rate)`` (inverted dropout). Differentiable in ``inputs``.
+
+    Raises:
+        ValueError: for ``rate`` outside [0, 1).
+    """
+    if not 0 <= rate < 1:
+        raise ValueError(f"dropout: `rate` must be in [0, 1). Received: rate={rate}")
+    x = ops.convert_to_tensor(inputs)
+    shape = tuple(x.shape) if noise_shape is None else tuple(
+        d if d is not None else s for d, s in zip(noise_shape, x.shape))
+    keep = _host_rng(seed).random(shape) >= rate
+    mask = x.backend.asarray((keep / (1 - rate)).astype(x.dtype))
+    return ops.multiply(x, constant(mask, x.backend))
+
+
+def shuffle(x, axis=0, seed=None):
+    """``x`` with its slices along ``axis`` in a random order."""
+    x = ops.convert_to_tensor(x)
+    perm = _host_rng(seed).permutation(x.shape[axis])
+    return ops.take(x, perm, axis=axis)
+
+
+__all__ = ["SeedGenerator", "beta", "binomial", "categorical", "dropout", "gamma", "normal",
+           "randint", "shuffle", "truncated_normal", "uniform"]
