@@ -20,6 +20,7 @@ from kerasrs import metrics  # noqa: F401
 from kerasrs import optimizers  # noqa: F401
 from kerasrs import regularizers  # noqa: F401
 from kerasrs import datasets  # noqa: F401
+from kerasrs import distribution  # noqa: F401
 from kerasrs import saving  # noqa: F401
 
 # -- Keras 3's top-level names -------------------------------------------------------------------

@@ -361,6 +361,10 @@ class GradientTape:
         self._records = []      # (function, inputs, output) in execution order
         self._tracked = {}      # id -> Tensor, for watched tensors and recorded outputs
         self._used = False
+        # Optional ``callback(source, gradient_array)``, called during the backward walk as soon
+        # as a source's gradient is final (its last consumer is done): kerasrs.distribution
+        # starts reducing those gradients while earlier layers still run backward.
+        self._on_gradient_ready = None
 
     def __enter__(self):
         _tapes.append(self)
@@ -469,16 +473,33 @@ class GradientTape:
                                  f"not match target shape {t.shape}.")
             _accumulate(grads, t, g)
         keep = {id(s) for s in sources}
-        for fn, inputs, out in reversed(relevant):
+        ready = self._ready_after(relevant, sources) if self._on_gradient_ready else {}
+        for i in range(len(relevant) - 1, -1, -1):
+            fn, inputs, out = relevant[i]
             gy = grads.get(id(out)) if id(out) in keep else grads.pop(id(out), None)
-            if gy is None:
-                continue
-            fn.needs_grad = [isinstance(x, Tensor) and id(x) in reach for x in inputs]
-            gxs = fn.backward(gy)
-            for x, gx, need in zip(inputs, gxs, fn.needs_grad):
-                if need and gx is not None:
-                    _accumulate(grads, x, sum_to(gx, x.data.shape))
+            if gy is not None:
+                fn.needs_grad = [isinstance(x, Tensor) and id(x) in reach for x in inputs]
+                gxs = fn.backward(gy)
+                for x, gx, need in zip(inputs, gxs, fn.needs_grad):
+                    if need and gx is not None:
+                        _accumulate(grads, x, sum_to(gx, x.data.shape))
+            for s in ready.get(i, ()):
+                if id(s) in grads:
+                    self._on_gradient_ready(s, grads[id(s)])
         return grads
+
+    @staticmethod
+    def _ready_after(relevant, sources):
+        """{record index: sources whose gradient is final once that record ran backward}: the
+        first record (in forward order) that consumes a source is the last one backward reaches."""
+        wanted = {id(s): s for s in sources}
+        ready = {}
+        for i, (_, inputs, _) in enumerate(relevant):
+            for x in inputs:
+                s = wanted.pop(id(x), None) if isinstance(x, Tensor) else None
+                if s is not None:
+                    ready.setdefault(i, []).append(s)
+        return ready
 
 
 def _accumulate(grads, x, g):

@@ -19,7 +19,7 @@ LEVELS = {
     "activations": 3, "random": 3, "constraints": 3, "regularizers": 3, "losses": 3,
     "optimizers": 3,
     "metrics": 4,  # metrics wrap loss functions (MeanMetricWrapper)
-    "layers": 5, "callbacks": 5,
+    "layers": 5, "callbacks": 5, "distribution": 5,
     "models": 6,
     "saving": 7,
     "utils": 8, "api_objects": 8,

@@ -26,6 +26,26 @@ def import_cupy():
     return cupy
 
 
+def import_nccl():
+    """CuPy's NCCL bindings (``cupy.cuda.nccl``), for data-parallel training on several GPUs.
+
+    Raises:
+        ImportError: if this CuPy was built without NCCL, with how to get it.
+    """
+    import_cupy()
+    try:
+        from cupy.cuda import nccl
+    except ImportError as e:
+        raise ImportError("kerasrs.distribution on the 'cupy' backend needs NCCL: install the "
+                          "CuPy wheel for your CUDA version and `pip install nvidia-nccl-cu12` "
+                          f"(or -cu13). Received: {e}") from e
+    if not getattr(nccl, "available", True):
+        raise ImportError("kerasrs.distribution on the 'cupy' backend needs NCCL, which this "
+                          "CuPy cannot load: `pip install nvidia-nccl-cu12` (or -cu13). "
+                          "Received: cupy.cuda.nccl.available is False")
+    return nccl
+
+
 class CupyBackend(base.Backend):
     """CuPy arrays on the current GPU; the named kernels run as handwritten CUDA
     (``kerasrs/backend/cuda/*.cu`` through `cuda_kernels.Kernels`).

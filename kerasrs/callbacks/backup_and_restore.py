@@ -87,7 +87,8 @@ class BackupAndRestore(Callback):
         # only a normal ending (all epochs, or stopped by a callback) deletes the backup: after
         # Ctrl-C or a crash the next fit resumes from it
         finished = self._finished or getattr(self.model, "stop_training", False)
-        if finished and self.delete_checkpoint and os.path.exists(self.backup_dir):
+        if finished and self.delete_checkpoint and self._writes() and \
+                os.path.exists(self.backup_dir):
             shutil.rmtree(self.backup_dir)
 
     # -- files ----------------------------------------------------------------------------------
@@ -106,7 +107,15 @@ class BackupAndRestore(Callback):
             with open(self._metadata_path, encoding="utf-8") as f:
                 model._initial_epoch = int(json.load(f)["epoch"])
 
+    def _writes(self):
+        """False on the processes of a data-parallel fit other than rank 0: they all restore
+        from the backup, but only rank 0 writes and deletes it."""
+        distribution = getattr(self.model, "_fit_distribution", None)
+        return distribution is None or distribution.is_chief
+
     def _save(self, epoch, batch):
+        if not self._writes():
+            return
         os.makedirs(self.backup_dir, exist_ok=True)
         if self.double_checkpoint:
             for path in (self._weights_path, self._metadata_path):

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from kerasrs import distribution
 from kerasrs.callbacks import CallbackList
 from kerasrs.models import data_adapter, epoch_iterator, interrupts, trainer
 
@@ -35,12 +36,15 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             _validation_adapter(validation_data, validation_batch_size or batch_size),
             validation_steps, "fit (validation_data)", resume=False)
     verbose = trainer._verbose(verbose)
+    dist = distribution.for_fit()  # a DataParallel, or a stand-in whose hooks change nothing
+    dist.begin_fit(model, getattr(data, "x", None))
+    verbose, callbacks = dist.for_this_process(verbose, callbacks)  # rank 0 reports
     cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=model,
                        verbose=verbose, epochs=epochs, steps=batches.num_steps)
     model.stop_training = False
     model._train_variables = model._loss_layers = None
     train_step, custom = model._step_function("train")
-    hooks = cbs.wants_batch_hooks("train")
+    hooks = dist.any(cbs.wants_batch_hooks("train"))  # same collectives on every process
     logs = training_logs = {}
     interrupted = None
     cbs.on_train_begin()
@@ -53,18 +57,20 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             cbs.on_epoch_begin(epoch)
             batches.on_epoch_begin()
             step_logs, step = None, -1
+            dist.begin_epoch()  # data-parallel: every process shuffles as rank 0 does
             epoch_batches = batches.epoch()
             if pad_last_batch:
                 epoch_batches = epoch_iterator.pad_batches(epoch_batches, pad_size)
             for step, batch in enumerate(epoch_batches):
                 if hooks:
                     cbs.on_train_batch_begin(step)
-                out = train_step(*batch)
+                out = train_step(*dist.shard_step(batch))  # data-parallel: this process's rows
                 if custom:
                     step_logs = out
                 if hooks:
                     cbs.on_train_batch_end(step, step_logs if custom else
                                            model.get_metrics_result())
+                sigint.requested = dist.any(sigint.requested)  # all processes stop together
                 if model.stop_training or sigint.requested:
                     break
             if sigint.requested:
@@ -72,6 +78,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             if batches.exhausted and step < 0:
                 break  # a generator ran dry: no epoch to report
             batches.on_epoch_end()
+            dist.end_epoch(model)  # data-parallel: processes agree on BatchNorm statistics
             # an overridden train_step's last logs are the epoch's logs (Keras 3 reads them too)
             logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
             if val is not None and _should_validate(epoch, validation_freq):

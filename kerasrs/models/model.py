@@ -158,15 +158,21 @@ class Model(trainer.Trainer, Layer):
     # -- saving: implemented in kerasrs.saving (imported here lazily: saving sits above models) --
     def save(self, filepath, overwrite=True, **kwargs):
         """Save architecture, weights, compile settings and optimizer state to ``.keras`` or
-        ``.h5`` (see `kerasrs.saving.save_model`)."""
-        from kerasrs import saving
+        ``.h5`` (see `kerasrs.saving.save_model`). Under a `kerasrs.distribution.DataParallel`
+        only rank 0 writes (the processes hold the same weights)."""
+        from kerasrs import distribution, saving
 
+        if not distribution.for_fit().is_chief:
+            return
         saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def save_weights(self, filepath, overwrite=True):
-        """Save the weights to a Keras 3 ``.weights.h5`` file (`kerasrs.saving.save_weights`)."""
-        from kerasrs import saving
+        """Save the weights to a Keras 3 ``.weights.h5`` file (`kerasrs.saving.save_weights`);
+        only rank 0 writes under a `kerasrs.distribution.DataParallel`."""
+        from kerasrs import distribution, saving
 
+        if not distribution.for_fit().is_chief:
+            return
         saving.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False, by_name=False, **kwargs):

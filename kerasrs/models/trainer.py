@@ -48,6 +48,8 @@ class Trainer:
         self._output_names_cache = None
         self._train_variables = self._loss_layers = None
 
+    _fit_distribution = None  # a kerasrs.distribution.DataParallel, set by fit while training
+
     # -- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
                 weighted_metrics=None, run_eagerly=None, steps_per_execution=1, jit_compile="auto",
@@ -146,7 +148,14 @@ class Trainer:
 
     def get_metrics_result(self):
         """``{name: value}`` for every tracker in `metrics` (Python floats, keys sorted; the
-        compiled metrics' dict is merged in)."""
+        compiled metrics' dict is merged in). In a data-parallel ``fit`` the states are summed
+        over the processes first."""
+        if self._fit_distribution is not None:
+            with self._fit_distribution.global_metric_states(self.metrics):
+                return self._local_metrics_result()
+        return self._local_metrics_result()
+
+    def _local_metrics_result(self):
         logs = {}
         for metric in self.metrics:
             result = metric.result()
@@ -241,12 +250,16 @@ class Trainer:
         forward pass runs on the whole batch, the loss on the real rows only. Returns
         ``(y_pred, y, sample_weight)`` of the rows that count."""
         optimizer = self.optimizer
+        dist = self._fit_distribution
         with autodiff.GradientTape() as tape:
+            # a data-parallel process without samples in this step still joins the allreduce;
+            # in inference mode no layer updates its statistics from the empty batch
+            training = dist is None or (_batch_size(x) if real is None else real) > 0
             if real is None:
-                y_pred = self(x, training=True)
+                y_pred = self(x, training=training)
             else:
                 with padding.real_rows(real, _batch_size(x)):
-                    y_pred = self(x, training=True)
+                    y_pred = self(x, training=training)
                 x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))
                                        for s in (x, y, sample_weight))
                 y_pred = _first_rows(y_pred, real)
@@ -258,7 +271,8 @@ class Trainer:
         if variables is None:
             variables = self._train_variables = self.trainable_weights
         if variables:
-            grads = tape.gradient(scaled, variables)
+            grads = tape.gradient(scaled, variables) if dist is None else \
+                dist.gradients(self, tape, scaled, variables, _batch_size(x))
             optimizer.apply(grads, variables)
             for v in variables:
                 if getattr(v, "constraint", None) is not None:
@@ -387,10 +401,13 @@ class Trainer:
 
         self._require_compiled("fit")
         epochs, steps_per_epoch = _apply_config_caps(epochs, steps_per_epoch)
-        return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
-                            validation_data, shuffle, class_weight, sample_weight, initial_epoch,
-                            steps_per_epoch, validation_steps, validation_batch_size,
-                            validation_freq, pad_last_batch)
+        try:
+            return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks,
+                                validation_split, validation_data, shuffle, class_weight,
+                                sample_weight, initial_epoch, steps_per_epoch, validation_steps,
+                                validation_batch_size, validation_freq, pad_last_batch)
+        finally:
+            self._fit_distribution = None  # data-parallel fit is over, even after an error
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -431,8 +448,12 @@ class Trainer:
         test_step, custom = self._step_function("test")
         callbacks.on_test_begin()
         hooks = callbacks.wants_batch_hooks("test")
+        if self._fit_distribution is not None:  # data-parallel validation: all in step
+            hooks = self._fit_distribution.any(hooks)
         logs = None
-        for step, (x, y, sample_weight) in enumerate(batches.epoch()):
+        for step, batch in enumerate(batches.epoch()):
+            x, y, sample_weight = batch if self._fit_distribution is None else \
+                self._fit_distribution.shard_batch(batch)  # data-parallel validation
             if hooks:
                 callbacks.on_test_batch_begin(step)
             out = test_step(x, y, sample_weight)

@@ -1,0 +1,63 @@
+"""mpi4py, loaded on first use, and the check that it talks to the launcher that started us.
+
+``import mpi4py.MPI`` initializes MPI, so kerasrs imports it only when a `DataParallel` is made.
+"""
+
+import os
+
+# Environment variables through which launchers announce the job size: MPICH/Hydra and Intel MPI
+# (PMI_SIZE), Open MPI (OMPI_COMM_WORLD_SIZE), MVAPICH (MV2_COMM_WORLD_SIZE).
+LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+def load_mpi():
+    """The ``mpi4py.MPI`` module (initializes MPI on first call).
+
+    Raises:
+        ImportError: if mpi4py (or the MPI library it loads) is missing, with the install line.
+    """
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise ImportError(
+            "kerasrs.distribution: data-parallel training needs mpi4py and an MPI library. "
+            "Install both without root with `pip install \"kerasrs[mpi]\"` (mpi4py and the "
+            f"`mpich` wheel), then launch with `mpiexec -n N python train.py`. Received: {e}"
+        ) from e
+    return MPI
+
+
+def launcher_size(environ=None):
+    """The number of processes the launcher says it started, or None when not launched by one.
+
+    Args:
+        environ: mapping to read (defaults to ``os.environ``).
+    """
+    environ = os.environ if environ is None else environ
+    for name in LAUNCHER_SIZE_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def check_launcher(comm_size, environ=None):
+    """Raise when a launcher started several processes but MPI sees each one alone.
+
+    That happens when ``mpiexec`` comes from one MPI (say Open MPI) and mpi4py loaded another
+    (say the ``mpich`` wheel): each process then trains alone on the full data.
+
+    Raises:
+        RuntimeError: naming both sizes and the variable read, and how to fix it.
+    """
+    expected = launcher_size(environ)
+    if expected is not None and expected != comm_size:
+        environ = os.environ if environ is None else environ
+        variable = next(n for n in LAUNCHER_SIZE_VARIABLES if environ.get(n, "").strip())
+        raise RuntimeError(
+            f"kerasrs.distribution: the launcher started {expected} processes ({variable}="
+            f"{expected}) but MPI sees a world of {comm_size}: `mpiexec` and the MPI library "
+            "that mpi4py loaded come from different MPI implementations. Launch with the "
+            "`mpiexec` installed next to mpi4py's library (for the `mpich` wheel: the one in "
+            "your environment's bin/), or point mpi4py at the launcher's MPI "
+            f"(MPI4PY_LIBMPI). Received: world size {comm_size}, launcher size {expected}")

@@ -1,0 +1,340 @@
+"""`kerasrs.distribution.DataParallel` under a real ``mpiexec`` (2 and 3 processes).
+
+Every MPI run happens in subprocesses (`dp_train.py`), so the pytest process never starts MPI.
+The MPI tests skip, saying why, without mpi4py or an ``mpiexec`` next to the Python in use;
+``pip install "kerasrs[mpi]"`` (part of the ``test`` extra, so CI runs them) brings both.
+"""
+
+import importlib.util
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kerasrs.distribution import mpi
+
+SCRIPT = pathlib.Path(__file__).with_name("dp_train.py")
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
+
+needs_mpi = pytest.mark.skipif(
+    importlib.util.find_spec("mpi4py") is None or MPIEXEC is None,
+    reason="needs mpi4py and mpiexec: pip install \"kerasrs[mpi]\" (mpi4py and the mpich wheel)")
+
+
+def _run(args, ranks=None, env=None):
+    cmd = [sys.executable, *map(str, args)]
+    if ranks is not None:  # `-m mpi4py`: an error on one process aborts them all (no hang)
+        cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", *map(str, args)]
+    done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def _train(out, dtype, ranks=None, *flags, env=None):
+    out.mkdir(exist_ok=True)
+    _run([SCRIPT, out, dtype, *flags, *(["--parallel"] if ranks else [])], ranks, env)
+    found = sorted(out.glob("rank*.npz"))
+    assert len(found) == (ranks or 1), f"expected one result per process, got {found}"
+    return [dict(np.load(out / f"rank{r}.npz")) for r in range(ranks or 1)]
+
+
+@pytest.fixture(scope="module")
+def single_process(tmp_path_factory):
+    """``dtype -> results of dp_train.py on one process without MPI``, each run once."""
+    cache = {}
+
+    def get(dtype):
+        if dtype not in cache:
+            (cache[dtype],) = _train(tmp_path_factory.mktemp("single"), dtype)
+        return cache[dtype]
+
+    return get
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_rank_ends_with_single_process_weights(tmp_path, single_process, ranks, dtype):
+    reference = single_process(dtype)
+    results = _train(tmp_path / "parallel", dtype, ranks)
+    tol = TOLERANCE[dtype]
+    for rank, result in enumerate(results):
+        assert int(result["size"]) == ranks, f"rank {rank} ran in a world of {result['size']}"
+        for i in range(4):  # kernel and bias of both Dense layers
+            np.testing.assert_array_equal(result[f"arr_{i}"], results[0][f"arr_{i}"],
+                                          err_msg=f"rank {rank} differs from rank 0")
+            np.testing.assert_allclose(result[f"arr_{i}"], reference[f"arr_{i}"], rtol=tol,
+                                       atol=tol, err_msg=f"weight {i} vs. one process")
+        for key in ("loss", "accuracy"):  # logs are summed over processes before reading
+            np.testing.assert_allclose(result[key], reference[key], rtol=tol, atol=tol)
+
+
+@needs_mpi
+@pytest.mark.gpu
+def test_nccl_on_two_gpus_matches_single_process(tmp_path):
+    cupy = pytest.importorskip("cupy", reason="the CuPy backend needs CuPy")
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("NCCL needs one GPU per process: fewer than 2 GPUs here")
+    env = {**ENV, "KERASRS_BACKEND": "cupy"}
+    (reference,) = _train(tmp_path / "single", "float32", None, env=env)
+    results = _train(tmp_path / "parallel", "float32", 2, env=env)
+    for result in results:
+        assert int(result["size"]) == 2
+        for i in range(4):
+            np.testing.assert_array_equal(result[f"arr_{i}"], results[0][f"arr_{i}"])
+            np.testing.assert_allclose(result[f"arr_{i}"], reference[f"arr_{i}"], rtol=1e-6,
+                                       atol=1e-6)
+
+
+@needs_mpi
+@pytest.mark.parametrize("flag", ["--pad", "--pydataset"])
+def test_padded_last_batch_and_pydataset_input_match_single_process(tmp_path, flag):
+    (reference,) = _train(tmp_path / "single", "float64", None, flag)
+    results = _train(tmp_path / "parallel", "float64", 3, flag)
+    for result in results:
+        assert int(result["size"]) == 3
+        for key in ("arr_0", "arr_1", "arr_2", "arr_3", "loss", "accuracy"):
+            np.testing.assert_allclose(result[key], reference[key], rtol=1e-12, atol=1e-12)
+
+
+@needs_mpi
+def test_reduce_after_backward_gives_the_same_weights(tmp_path):
+    overlapped = _train(tmp_path / "overlap", "float64", 3)
+    blocking = _train(tmp_path / "blocking", "float64", 3, "--no-overlap")
+    for i in range(4):
+        np.testing.assert_allclose(blocking[0][f"arr_{i}"], overlapped[0][f"arr_{i}"],
+                                   rtol=1e-12, atol=1e-12)
+
+
+@needs_mpi
+def test_empty_shards_validation_and_files_only_from_rank_0(tmp_path):
+    (reference,) = _train(tmp_path / "single", "float64", None, "--tiny-batches")
+    results = _train(tmp_path / "parallel", "float64", 3, "--tiny-batches")
+    assert [int(r["size"]) for r in results] == [3, 3, 3]
+    for result in results:
+        for key in ("arr_0", "arr_3", "loss", "val_loss", "val_accuracy"):
+            np.testing.assert_allclose(result[key], reference[key], rtol=1e-12, atol=1e-12)
+    written = sorted(p.name for p in (tmp_path / "parallel").glob("*_rank*"))
+    assert written == ["ckpt_rank0.weights.h5", "log_rank0.csv"]
+
+
+def _snippet(code, ranks=None, env=None):
+    """Run ``code``; it calls ``say(text)`` (on every process) instead of print, and rank 0
+    prints what all of them said, one line per process in rank order (so the processes' output
+    cannot interleave)."""
+    prelude = """import kerasrs, numpy as np
+said = []
+say = lambda *args: said.append(" ".join(map(str, args)))
+"""
+    epilogue = """
+from mpi4py import MPI
+lines = MPI.COMM_WORLD.gather(" | ".join(said), root=0)
+if MPI.COMM_WORLD.Get_rank() == 0:
+    print("\\n".join(lines))
+""" if ranks else "\nprint(' | '.join(said))\n"
+    return _run(["-c", prelude + code + epilogue], ranks, env).stdout.splitlines()
+
+
+@needs_mpi
+def test_launcher_and_mpi_that_disagree_raise_a_clear_error():
+    env = {**ENV, "OMPI_COMM_WORLD_SIZE": "2"}  # as if Open MPI's mpirun had started us
+    code = ("try:\n    kerasrs.distribution.DataParallel()\n"
+            "except RuntimeError as e:\n    say('ERROR', e)\n")
+    (out,) = _snippet(code, ranks=None, env=env)
+    assert "the launcher started 2 processes (OMPI_COMM_WORLD_SIZE=2)" in out
+    assert "MPI sees a world of 1" in out
+
+
+@needs_mpi
+@pytest.mark.parametrize("loss", ["kerasrs.losses.MeanSquaredError(reduction='sum')",
+                                  "kerasrs.losses.SparseCategoricalCrossentropy(ignore_class=0)"])
+def test_losses_not_divided_by_the_batch_size_are_refused(loss):
+    code = f"""
+kerasrs.distribution.set_distribution(kerasrs.distribution.DataParallel())
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(2)])
+model.compile("sgd", {loss})
+try:
+    model.fit(np.ones((4, 3), "float32"), np.ones((4,)), verbose=0)
+except NotImplementedError as e:
+    say("ERROR", e)
+"""
+    for line in _snippet(code, ranks=2):
+        assert "divides by something other than the batch size" in line
+
+
+@needs_mpi
+def test_overridden_train_step_is_refused():
+    code = """
+class Custom(kerasrs.Model):
+    def train_step(self, data):
+        return {}
+inputs = kerasrs.Input((3,))
+model = Custom(inputs, kerasrs.layers.Dense(2)(inputs))
+model.compile("sgd", "mse")
+kerasrs.distribution.set_distribution(kerasrs.distribution.DataParallel())
+try:
+    model.fit(np.ones((4, 3), "float32"), np.ones((4, 2)), verbose=0)
+except NotImplementedError as e:
+    say("ERROR", e)
+"""
+    for line in _snippet(code, ranks=2):
+        assert "overrides train_step" in line
+
+
+def test_import_kerasrs_does_not_start_mpi():
+    code = "import sys\nsay('mpi4py' in sys.modules, 'mpi4py.MPI' in sys.modules)"
+    assert _snippet(code) == ["False False"]
+
+
+@pytest.mark.parametrize("environ, size", [
+    ({}, None), ({"PMI_SIZE": "4"}, 4), ({"OMPI_COMM_WORLD_SIZE": "3"}, 3),
+    ({"MV2_COMM_WORLD_SIZE": " 2 "}, 2), ({"PMI_SIZE": ""}, None)])
+def test_launcher_size_reads_the_launchers_variables(environ, size):
+    assert mpi.launcher_size(environ) == size
+
+
+def test_check_launcher_accepts_matching_sizes_and_names_the_variable():
+    mpi.check_launcher(1, {})
+    mpi.check_launcher(4, {"PMI_SIZE": "4"})
+    with pytest.raises(RuntimeError, match=r"started 4 processes \(PMI_SIZE=4\).*world of 1"):
+        mpi.check_launcher(1, {"PMI_SIZE": "4"})
+
+
+@needs_mpi
+def test_keras_names_report_the_job():
+    code = """
+from kerasrs import distribution
+assert distribution.distribution() is None
+distribution.initialize(num_processes=2)
+dist = distribution.DataParallel()
+distribution.set_distribution(dist)
+assert distribution.distribution() is dist
+try:
+    distribution.set_distribution("data")
+except TypeError as e:
+    say(e)
+say(dist.process_id, distribution.list_devices(), dist.devices, dist.is_chief)
+rows = np.arange(5)
+say(dist.shard_batch({"x": (rows, None), "y": [rows * 10]}), dist.shard(np.arange(10, 15)))
+"""
+    error = "set_distribution: expected a DataParallel or None. Received: str"
+    assert _snippet(code, ranks=2) == [
+        (f"{error} | 0 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] True | "
+         "{'x': (array([0, 1]), None), 'y': [array([ 0, 10])]} [10 11]"),
+        (f"{error} | 1 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] False | "
+         "{'x': (array([2, 3, 4]), None), 'y': [array([20, 30, 40])]} [12 13 14]")]
+
+
+@needs_mpi
+@pytest.mark.parametrize("batch_size", [4, 19])  # 19: the last batch (1) leaves rank 0 empty
+def test_batchnorm_statistics_are_averaged_and_frozen_weights_left_alone(batch_size):
+    code = """
+import hashlib
+from kerasrs import layers
+dist = kerasrs.distribution.DataParallel()
+kerasrs.distribution.set_distribution(dist)
+kerasrs.utils.set_random_seed(dist.process_id)
+frozen = layers.Dense(4, trainable=False)
+model = kerasrs.Sequential([kerasrs.Input((3,)), frozen, layers.BatchNormalization(),
+                            layers.Dense(2)])
+model.compile("adam", "mse")
+data = np.random.default_rng(0)
+scale = np.where(np.arange(20) % 4 < 2, 1.0, 5.0)[:, None]  # each process sees another spread
+x = (data.normal(size=(20, 3)) * scale).astype("float32")
+start = dist.comm.bcast(frozen.kernel.numpy().copy(), root=0)  # fit starts from rank 0's
+model.fit(x, data.normal(size=(20, 2)), batch_size=BATCH, epochs=2, shuffle=False, verbose=0)
+kerasrs.distribution.set_distribution(None)
+say(np.array_equal(frozen.kernel.numpy(), start), all(np.isfinite(w.numpy()).all() for w in
+    model.weights), [hashlib.sha1(w.numpy().tobytes()).hexdigest() for w in model.weights])
+""".replace("BATCH", str(batch_size))
+    first, second = _snippet(code, ranks=2)
+    assert first.startswith("True True ")  # frozen weights unchanged; no NaN statistics
+    assert first == second  # every weight, BatchNorm statistics included, on every process
+
+
+@needs_mpi
+def test_only_rank_0_prints_and_a_batch_callback_on_one_rank_does_not_hang():
+    code = """
+dist = kerasrs.distribution.DataParallel()
+kerasrs.distribution.set_distribution(dist)
+
+class Losses(kerasrs.callbacks.Callback):
+    seen = []
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen.append(round(logs["loss"], 6))
+
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(1)])
+model.compile("sgd", "mse")
+x = np.arange(30, dtype="float32").reshape(10, 3) / 30
+# the callback only on rank 0: its per-batch logs need every process in step
+history = model.fit(x, x[:, :1], batch_size=4, epochs=2, verbose=2, shuffle=False,
+                    callbacks=[Losses()] if dist.is_chief else [])
+say(len(Losses.seen), not Losses.seen or round(history.history["loss"][-1], 6) == Losses.seen[-1])
+"""
+    lines = _snippet(code, ranks=2)
+    for epoch in ("Epoch 1/2", "Epoch 2/2"):  # rank 0 prints, the other is silent
+        assert sum(line.startswith(epoch) for line in lines) == 1, lines
+    assert lines[-2:] == ["6 True", "0 True"]  # the last batch's logs are the epoch's
+
+
+@needs_mpi
+def test_backup_and_restore_resumes_every_process_from_rank_0s_backup(tmp_path):
+    code = f"""
+dist = kerasrs.distribution.DataParallel()
+kerasrs.distribution.set_distribution(dist)
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(1)])
+model.compile("sgd", "mse")
+x = np.arange(30, dtype="float32").reshape(10, 3) / 30
+
+class Crash(kerasrs.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 1:
+            raise RuntimeError("crash")
+
+backup = kerasrs.callbacks.BackupAndRestore({str(tmp_path / "backup")!r})
+try:
+    model.fit(x, x[:, :1], batch_size=4, epochs=4, verbose=0, callbacks=[backup, Crash()])
+except RuntimeError:
+    pass
+history = model.fit(x, x[:, :1], batch_size=4, epochs=4, verbose=0, callbacks=[backup])
+import os
+say(history.epoch, os.path.exists({str(tmp_path / "backup")!r}),
+    model.weights[0].numpy().ravel().round(6).tolist())
+"""
+    first, second = _snippet(code, ranks=2)
+    assert first.startswith("[2, 3] False ")  # resumed after the 2 saved epochs; backup deleted
+    assert first.split(" ", 3)[3] == second.split(" ", 3)[3]
+
+
+@needs_mpi
+def test_weights_and_optimizer_state_loaded_on_rank_0_reach_every_process(tmp_path):
+    path = tmp_path / "start.keras"
+    code = f"""
+x = np.arange(30, dtype="float32").reshape(10, 3) / 30
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(1)])
+model.compile(kerasrs.optimizers.Adam(0.1), "mse")
+model.fit(x, x[:, :1], epochs=2, verbose=0)
+model.save({str(path)!r})
+"""
+    _snippet(code)
+    code = f"""
+x = np.arange(30, dtype="float32").reshape(10, 3) / 30
+dist = kerasrs.distribution.DataParallel()
+kerasrs.distribution.set_distribution(dist)
+kerasrs.utils.set_random_seed(dist.process_id)
+model = kerasrs.Sequential([kerasrs.Input((3,)), kerasrs.layers.Dense(1)])
+model.compile(kerasrs.optimizers.Adam(0.1), "mse")
+if dist.is_chief:  # only rank 0 reads the file: weights and Adam's moments
+    model = kerasrs.saving.load_model({str(path)!r})
+model.fit(x, x[:, :1], epochs=1, verbose=0)
+say(model.weights[0].numpy().ravel().tolist(), int(model.optimizer.iterations.numpy()))
+"""
+    first, second = _snippet(code, ranks=2)
+    assert first == second and first.endswith(" 3")  # 1 step after the 2 restored ones
