@@ -1,7 +1,7 @@
 """Data-parallel training throughput: 1 process against 2 MPI processes, one BLAS thread each
 (and, for reference, 1 process with 2 BLAS threads: the same two cores used by threads).
 
-The 784-512-512-10 MLP of train_mlp.py (Adam) on Fashion-MNIST, global batch 256 (128 per
+The 784-512-512-10 MLP of models.py (Adam) on Fashion-MNIST, global batch 256 (128 per
 process with 2). The driver launches itself under ``mpiexec`` and alternates the setups round by
 round (best epoch of each), then prints samples/second, the speed-up and the share of the epoch
 spent in gradient communication: time inside MPI calls (which includes waiting for the slower
