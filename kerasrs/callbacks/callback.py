@@ -98,7 +98,7 @@ class CallbackList(Callback):
     """Calls each hook on every callback in order.
 
     Args:
-        callbacks: list of `Callback`s (None: empty).
+        callbacks: list of `Callback`s, or one `Callback` (None: empty).
         add_history: append a `History` (unless one is present) that ``fit`` returns.
         add_progbar: append a `ProgbarLogger` (unless one is present).
         model: the model, given to every callback with ``set_model``.
@@ -111,10 +111,12 @@ class CallbackList(Callback):
         from kerasrs.callbacks.history import History
         from kerasrs.callbacks.progbar_logger import ProgbarLogger
 
-        self.callbacks = list(callbacks or [])
+        # one callback alone is accepted, as Keras flattens the argument
+        self.callbacks = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
         for cb in self.callbacks:
             if not isinstance(cb, Callback):
-                raise TypeError("callbacks must be Callback instances. Received: "
+                raise TypeError("`callbacks` must be a list of Callback instances (e.g. "
+                                "EarlyStopping(), not the class). Received: an element of type "
                                 f"{type(cb).__name__}")
         if add_history and not any(isinstance(cb, History) for cb in self.callbacks):
             self.callbacks.append(History())

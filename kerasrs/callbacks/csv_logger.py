@@ -22,10 +22,16 @@ class CSVLogger(Callback):
         filename: path of the CSV file.
         separator: the field separator. Defaults to ",".
         append: add to an existing file (without a second header) instead of overwriting it.
+
+    Raises:
+        TypeError: for a ``separator`` that is not one character.
     """
 
     def __init__(self, filename, separator=",", append=False):
         super().__init__()
+        if not isinstance(separator, str) or len(separator) != 1:
+            raise TypeError("CSVLogger: `separator` must be a single character (the csv "
+                            f"module's delimiter). Received: separator={separator!r}")
         self.filename, self.sep, self.append = os.fspath(filename), separator, append
         self.keys = self.writer = self.csv_file = None
         self.append_header = True

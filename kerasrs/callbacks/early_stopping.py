@@ -1,6 +1,6 @@
 """`EarlyStopping`: stop ``fit`` when a monitored value has stopped improving."""
 
-from kerasrs.callbacks.monitor_callback import MonitorCallback
+from kerasrs.callbacks.monitor_callback import MonitorCallback, check_count
 
 __all__ = ["EarlyStopping"]
 
@@ -31,12 +31,14 @@ class EarlyStopping(MonitorCallback):
         best: the best value; best_weights: the weights saved then (with restore_best_weights).
 
     Raises:
-        ValueError: for an unknown ``mode``.
+        ValueError: for an unknown ``mode``, or ``patience``/``start_from_epoch`` that is not
+            an int >= 0.
     """
 
     def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto",
                  baseline=None, restore_best_weights=False, start_from_epoch=0):
         super().__init__(monitor, mode, min_delta=min_delta)
+        check_count("EarlyStopping", patience=patience, start_from_epoch=start_from_epoch)
         self.patience, self.verbose, self.baseline = patience, verbose, baseline
         self.restore_best_weights = restore_best_weights
         self.start_from_epoch = start_from_epoch

@@ -16,6 +16,7 @@ class LambdaCallback(Callback):
 
     Raises:
         ValueError: for a keyword that is not a hook name.
+        TypeError: for a hook that is not callable.
 
     Example:
         >>> seen = []
@@ -35,6 +36,9 @@ class LambdaCallback(Callback):
                      on_train_batch_begin=on_train_batch_begin,
                      on_train_batch_end=on_train_batch_end)
         for name, function in hooks.items():
+            if function is not None and not callable(function):
+                raise TypeError(f"LambdaCallback: `{name}` must be a function or None. "
+                                f"Received: {name}={function!r}")
             if function is not None:
                 setattr(self, name, function)
 

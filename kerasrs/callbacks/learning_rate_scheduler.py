@@ -27,12 +27,16 @@ class LearningRateScheduler(Callback):
         verbose: 0 or 1 (print the rate set each epoch).
 
     Raises:
+        TypeError: if ``schedule`` is not callable.
         ValueError: (at an epoch start) if ``schedule`` returns something other than a float,
             or the optimizer has no learning rate.
     """
 
     def __init__(self, schedule, verbose=0):
         super().__init__()
+        if not callable(schedule):
+            raise TypeError("LearningRateScheduler: `schedule` must be a function (epoch, "
+                            f"learning_rate) -> float. Received: schedule={schedule!r}")
         self.schedule, self.verbose = schedule, verbose
 
     def on_epoch_begin(self, epoch, logs=None):

@@ -2,6 +2,7 @@
 ReduceLROnPlateau): the direction from ``mode``, ``min_delta``, and a warning when the value is
 missing."""
 
+import numbers
 import warnings
 
 from kerasrs.callbacks.callback import Callback
@@ -63,6 +64,18 @@ class MonitorCallback(Callback):
                           f"{sorted(logs or {})}", stacklevel=3)
             return None
         return float(value)
+
+
+def check_count(owner, **counts):
+    """Raise unless each named value is an int >= 0 (epochs to wait, to skip or to cool down).
+
+    Raises:
+        ValueError: naming ``owner``, the argument and its value.
+    """
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            raise ValueError(f"{owner}: `{name}` must be an int >= 0 (a number of epochs). "
+                             f"Received: {name}={value!r}")
 
 
 def _less(a, b):

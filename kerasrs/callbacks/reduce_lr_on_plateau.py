@@ -1,9 +1,11 @@
 """`ReduceLROnPlateau`: lower the learning rate when a monitored value stops improving."""
 
+import warnings
+
 import numpy as np
 
 from kerasrs.callbacks.learning_rate_scheduler import current_learning_rate
-from kerasrs.callbacks.monitor_callback import MonitorCallback
+from kerasrs.callbacks.monitor_callback import MonitorCallback, check_count
 
 __all__ = ["ReduceLROnPlateau"]
 
@@ -25,17 +27,29 @@ class ReduceLROnPlateau(MonitorCallback):
         cooldown: epochs to wait after a reduction before counting again.
         min_lr: lower bound of the rate.
 
+        **kwargs: only ``epsilon``, the deprecated name of ``min_delta``.
+
     Raises:
-        ValueError: for ``factor >= 1`` or an unknown ``mode``.
+        ValueError: for ``factor`` outside [0, 1), an unknown ``mode``, or ``patience``/
+            ``cooldown`` that is not an int >= 0.
+        TypeError: for another keyword argument (a misspelt one would otherwise be ignored).
         TypeError: (at the first reduction) if the optimizer's rate is a schedule.
     """
 
     def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto",
                  min_delta=1e-4, cooldown=0, min_lr=0.0, **kwargs):
+        if "epsilon" in kwargs:  # the old name of min_delta (tf.keras 2 took it with a warning)
+            warnings.warn("ReduceLROnPlateau: `epsilon` is deprecated; use `min_delta`.",
+                          stacklevel=2)
+            min_delta = kwargs.pop("epsilon")
+        if kwargs:  # Keras ignores them; a typo such as `patiense` would go unnoticed
+            raise TypeError(f"ReduceLROnPlateau: unexpected keyword argument(s) {sorted(kwargs)}."
+                            f" Received: {kwargs}")
         super().__init__(monitor, mode, min_delta=min_delta)
-        if factor >= 1.0:
-            raise ValueError("ReduceLROnPlateau: factor must be < 1 (the rate is multiplied by "
-                             f"it). Received: factor={factor}")
+        if not 0.0 <= factor < 1.0:
+            raise ValueError("ReduceLROnPlateau: factor must be in [0, 1) (the rate is "
+                             f"multiplied by it). Received: factor={factor}")
+        check_count("ReduceLROnPlateau", patience=patience, cooldown=cooldown)
         self.factor, self.patience, self.verbose = factor, patience, verbose
         self.cooldown, self.min_lr = cooldown, min_lr
         self.cooldown_counter = self.wait = 0

@@ -193,6 +193,7 @@ def standardize_batch(method, batch, class_weight, where):
         raise ValueError(f"Model.{method}: each batch of the {where} must be x, (x,), (x, y) or "
                          f"(x, y, sample_weight). Received: a tuple of {len(batch)} elements")
     x, y, sample_weight = (_to_numpy(v) for v in batch + (None,) * (3 - len(batch)))
+    _check_batch(method, where, x, y, sample_weight)
     if class_weight is not None:
         if sample_weight is not None:
             raise ValueError(f"Model.{method}: `class_weight` cannot be combined with batches "
@@ -201,6 +202,25 @@ def standardize_batch(method, batch, class_weight, where):
 
         sample_weight = trainer._with_class_weight(y, None, class_weight)
     return x, y, sample_weight
+
+
+def _check_batch(method, where, x, y, sample_weight):
+    """Reject a batch without inputs, with no rows, or with non-numeric arrays (which NumPy
+    would otherwise convert, so that strings such as "0.5" silently train)."""
+    if x is None or not data_adapter.leaves(x):
+        raise ValueError(f"Model.{method}: a batch of the {where} has no inputs `x`. Each batch "
+                         f"must be x, (x,), (x, y) or (x, y, sample_weight). Received: x=None")
+    for name, struct in (("x", x), ("y", y), ("sample_weight", sample_weight)):
+        for array in data_adapter.leaves(struct):
+            try:
+                data_adapter._check_numeric(method, name, array)
+            except ValueError as e:
+                raise ValueError(f"{e} (in a batch of the {where})") from None
+    shapes = [tuple(a.shape) for a in data_adapter.leaves(x)]
+    if any(len(s) == 0 or s[0] == 0 for s in shapes):
+        raise ValueError(f"Model.{method}: a batch of the {where} has no samples (every input "
+                         f"array needs a batch axis of size >= 1). Received: x with shape(s) "
+                         f"{shapes}")
 
 
 def _to_numpy(struct):
@@ -245,10 +265,11 @@ class EpochIterator:
     """
 
     def __init__(self, adapter, steps=None, method="fit", resume=True):
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)
-                                  or steps <= 0):
+        integer = isinstance(steps, (int, np.integer)) and not isinstance(steps, bool)
+        if steps is not None and (not integer or steps <= 0):
             raise ValueError(f"Model.{method}: `steps` must be a positive int or None. "
                              f"Received: {steps!r}")
+        steps = None if steps is None else int(steps)  # NumPy ints too (e.g. from len // n)
         if steps is None and adapter.num_batches is None and \
                 isinstance(adapter, PyDatasetAdapter):
             raise ValueError(f"Model.{method}: an endless PyDataset (num_batches None) needs "
@@ -256,6 +277,7 @@ class EpochIterator:
         self.adapter, self.steps, self.method, self.resume = adapter, steps, method, resume
         self._pass = None
         self.exhausted = False  # a one-shot source has no more data
+        self._seen_batch = False  # an empty source is an error, not an epoch of nothing
 
     @property
     def num_steps(self):
@@ -270,6 +292,7 @@ class EpochIterator:
             count = yield from self._drain(self._pass)
             self._pass = None
             if count == 0:
+                self._check_not_empty()
                 self._ran_out(0)
             return
         if not self.resume and not self.adapter.one_shot:
@@ -277,6 +300,7 @@ class EpochIterator:
         for step in range(self.steps):
             batch = self._next(restart=step == 0)
             if batch is None:
+                self._check_not_empty()
                 if self.resume and (step or self.exhausted):
                     self._ran_out(step)
                 return
@@ -286,8 +310,18 @@ class EpochIterator:
         count = 0
         for batch in batches:
             count += 1
+            self._seen_batch = True
             yield batch
         return count
+
+    def _check_not_empty(self):
+        """Raise if the source has never given a batch (Keras raises too, less clearly)."""
+        if self._seen_batch:
+            return
+        source = getattr(self.adapter, "dataset", getattr(self.adapter, "source", None))
+        size = "" if self.adapter.num_batches is None else f" of {self.adapter.num_batches} batches"
+        raise ValueError(f"Model.{self.method}: the data gave no batch, so there is nothing to "
+                         f"do. Received: an empty {type(source).__name__}{size}")
 
     def _next(self, restart):
         """The next batch of the running pass, or (``restart``) of a new one; None at the end."""
@@ -298,6 +332,7 @@ class EpochIterator:
                 self._pass = self.adapter.batches()
             batch = next(self._pass, None)
             if batch is not None:
+                self._seen_batch = True
                 return batch
             self._pass = None
         if self.adapter.one_shot:

@@ -24,7 +24,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
                                       class_weight)
     if isinstance(data, epoch_iterator.ArrayAdapter):
         model._check_input_structure("fit", data.x)
-    if steps_per_epoch is not None and (not isinstance(steps_per_epoch, int)
+    if steps_per_epoch is not None and (not isinstance(steps_per_epoch, (int, np.integer))
                                         or steps_per_epoch <= 0):
         raise ValueError(f"Model.fit: `steps_per_epoch` must be a positive int. Received: "
                          f"steps_per_epoch={steps_per_epoch!r}")

@@ -90,6 +90,19 @@ def test_callback_list_checks_types_and_adds_defaults():
         .wants_batch_hooks("train")
 
 
+def test_fit_takes_one_callback_alone_as_keras_does():
+    # before: "TypeError: 'EarlyStopping' object is not iterable"
+    model = _model()
+    stop = callbacks.EarlyStopping(monitor="loss", patience=0)
+    model.fit(np.zeros((4, 2), "float32"), np.zeros((4, 1), "float32"), epochs=3, verbose=0,
+              callbacks=stop)
+    assert stop.model is model
+    with pytest.raises(TypeError, match=r"`callbacks` must be a list of Callback instances.*"
+                                        r"Received: an element of type type"):
+        model.fit(np.zeros((4, 2)), np.zeros((4, 1)), verbose=0,
+                  callbacks=[callbacks.EarlyStopping])
+
+
 def test_default_batch_hooks_call_the_legacy_aliases():
     class Legacy(callbacks.Callback):
         seen = 0

@@ -47,6 +47,14 @@ def test_csv_rows_are_flushed_at_each_epoch_and_append_keeps_one_header(tmp_path
     assert float(lines[1].split(",")[1]) == h.history["loss"][0]
 
 
+@pytest.mark.parametrize("separator", [";;", "", 9])
+def test_csv_separator_must_be_one_character(separator, tmp_path):
+    # before: the csv module's TypeError at the first epoch end, and the file left open
+    with pytest.raises(TypeError, match=r"CSVLogger: `separator` must be a single character.*"
+                                        rf"separator={separator!r}"):
+        callbacks.CSVLogger(tmp_path / "log.csv", separator=separator)
+
+
 # -- TerminateOnNaN / LambdaCallback --------------------------------------------------------------
 def test_terminate_on_nan_stops_at_the_first_nan_batch():
     model = _model()

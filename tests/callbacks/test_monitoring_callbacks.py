@@ -120,9 +120,33 @@ def test_reduce_lr_cooldown_and_min_lr():
                                [0.1, 0.1, 0.1, 0.05, 0.05, 0.03, 0.03, 0.03, 0.03], rtol=1e-6)
 
 
-def test_reduce_lr_rejects_factor_of_one_or_more():
-    with pytest.raises(ValueError, match=r"factor must be < 1.*factor=1.0"):
-        callbacks.ReduceLROnPlateau(factor=1.0)
+@pytest.mark.parametrize("factor", [1.0, -0.5])
+def test_reduce_lr_rejects_a_factor_outside_0_1(factor):
+    # a negative factor would set a negative rate (floored to min_lr, 0 by default)
+    with pytest.raises(ValueError, match=rf"factor must be in \[0, 1\).*factor={factor}"):
+        callbacks.ReduceLROnPlateau(factor=factor)
+
+
+def test_reduce_lr_rejects_misspelt_keywords_and_maps_the_old_epsilon():
+    # Keras ignores unknown keywords, so `patiense=3` silently kept patience 10
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['patiense'\]"):
+        callbacks.ReduceLROnPlateau(patiense=3)
+    with pytest.warns(UserWarning, match="`epsilon` is deprecated"):
+        assert callbacks.ReduceLROnPlateau(epsilon=0.5).min_delta == 0.5
+
+
+@pytest.mark.parametrize("make,name,value", [
+    (callbacks.EarlyStopping, "patience", -1), (callbacks.EarlyStopping, "patience", "2"),
+    (callbacks.EarlyStopping, "patience", 1.5), (callbacks.EarlyStopping, "start_from_epoch", -2),
+    (callbacks.ReduceLROnPlateau, "patience", -3), (callbacks.ReduceLROnPlateau, "cooldown", True),
+])
+def test_epoch_counts_must_be_ints_of_at_least_zero(make, name, value):
+    # before: patience="2" crashed inside fit at the first non-improving epoch ('>=' of int
+    # and str), and patience=-1 silently stopped at epoch 2
+    with pytest.raises(ValueError, match=rf"{make.__name__}: `{name}` must be an int >= 0.*"
+                                         rf"Received: {name}={value!r}"):
+        make(monitor="loss", **{name: value})
+    make(monitor="loss", **{name: np.int64(2)})  # NumPy ints are ints
 
 
 # -- LearningRateScheduler ------------------------------------------------------------------------
@@ -135,6 +159,16 @@ def test_scheduler_sets_each_epoch_rate_and_logs_it():
     for lr in (0.1, 0.1, 0.05, 0.025):
         w *= 1 - 2 * lr
     np.testing.assert_allclose(_kernel(model), w, rtol=1e-6)
+
+
+def test_scheduler_and_lambda_hooks_must_be_callable():
+    # before: TypeError "'float' object is not callable" from inside fit
+    with pytest.raises(TypeError, match=r"LearningRateScheduler: `schedule` must be a function"
+                                        r".*schedule=0.01"):
+        callbacks.LearningRateScheduler(0.01)
+    with pytest.raises(TypeError, match=r"LambdaCallback: `on_epoch_end` must be a function or "
+                                        r"None. Received: on_epoch_end=3"):
+        callbacks.LambdaCallback(on_epoch_end=3)
 
 
 def test_scheduler_must_return_a_float():

@@ -331,12 +331,69 @@ def test_bad_arguments_name_the_layer():
         layers.CenterCrop(2, 2)(np.zeros((4, 4)))
     with pytest.raises(ValueError, match=r"ids must be in \[0, 3\)"):
         layers.CategoryEncoding(3)(np.array([[0, 3]]))
+    for bad in (np.array([12.5]), np.array(["12"])):  # before: both looked up as 12
+        with pytest.raises(ValueError, match=r"integer_lookup.*: IntegerLookup takes integers"):
+            layers.IntegerLookup(vocabulary=[12, 36])(bad)
+    assert layers.IntegerLookup(vocabulary=[12, 36])(np.array([36.0])).numpy().tolist() == [2]
+    with pytest.raises(ValueError, match=r"`bin_boundaries` must be sorted.*\[1.0, 0.0\]"):
+        layers.Discretization(bin_boundaries=[1.0, 0.0])  # before: silently wrong buckets
     with pytest.raises(ValueError, match=r"no bin boundaries"):
         layers.Discretization(num_bins=3)(np.zeros(2))
     with pytest.raises(TypeError, match=r"adapt: `data` must be an array"):
         layers.Normalization().adapt(object())
     with pytest.raises(ValueError, match=r"`height_factor` must lie in \[-1.0, 1.0\]"):
         layers.RandomTranslation(1.5, 0.1)
+
+
+def test_normalization_exposes_mean_and_variance_as_keras_3_does():
+    # Keras tutorials print `normalizer.mean`; before, AttributeError
+    layer = layers.Normalization()
+    assert layer.mean is None and layer.variance is None
+    layer.adapt(TABLE)
+    assert layer.mean.shape == (1, TABLE.shape[1])
+    np.testing.assert_allclose(layer.mean.numpy()[0], REF["norm/mean"], rtol=1e-5)
+    np.testing.assert_allclose(layer.variance.numpy()[0], REF["norm/variance"], rtol=1e-5)
+    fixed = layers.Normalization(mean=[1.0, 2.0, 3.0], variance=[4.0, 1.0, 0.25])
+    fixed.build((None, 3))
+    np.testing.assert_allclose(fixed.variance.numpy(), [[4.0, 1.0, 0.25]])
+
+
+def test_normalization_refuses_empty_data_and_inputs_of_another_width():
+    # before: NaN statistics with NumPy's RuntimeWarnings; the subtract op's broadcast error
+    with pytest.raises(ValueError, match=r"normalization.adapt: the data have no samples.*"
+                                         r"\(0, 3\)"):
+        layers.Normalization().adapt(np.zeros((0, 3), "float32"))
+    layer = layers.Normalization()
+    layer.adapt(TABLE)
+    with pytest.raises(ValueError, match=r"normalization_1: expected inputs of rank 2 with the "
+                                         r"sizes \{1: 3\}.*Received: input shape \(2, 4\)"):
+        layer(np.zeros((2, 4), "float32"))
+
+
+def test_sizes_and_rotation_factor_are_checked_when_the_layer_is_made():
+    # before: Resizing(0, 8) raised ZeroDivisionError at the call; Keras 3 refuses |factor| > 1
+    for make in (layers.Resizing, layers.CenterCrop, layers.RandomCrop):
+        with pytest.raises(ValueError, match=r"`height` must be a positive int.*height=0"):
+            make(0, 8)
+        with pytest.raises(ValueError, match=r"`width` must be a positive int.*width=2.5"):
+            make(8, 2.5)
+    with pytest.raises(ValueError, match=r"random_rotation: `factor` must lie in \[-1.0, 1.0\]"):
+        layers.RandomRotation(2.5)
+    assert layers.Resizing(np.int64(4), 4).height == 4
+
+
+def test_string_layers_take_python_lists_as_keras_documents():
+    # before: "convert_to_tensor: a str is not a tensor" for each documented list example
+    lookup = layers.StringLookup(vocabulary=["a", "b", "c", "d"])
+    assert lookup([["a", "c", "d"], ["d", "z", "b"]]).numpy().tolist() == [[1, 3, 4], [4, 0, 2]]
+    vectorize = layers.TextVectorization(max_tokens=5000, output_sequence_length=4)
+    vectorize.adapt(["foo bar", "bar baz", "baz bada boom"])
+    assert vectorize([["foo qux bar"], ["qux baz"]]).numpy().tolist() == [[4, 1, 3, 0],
+                                                                          [1, 2, 0, 0]]
+    assert vectorize(("foo qux bar", "qux baz")).numpy().tolist() == [[4, 1, 3, 0], [1, 2, 0, 0]]
+    pytest.importorskip("farmhash")  # the test extra installs it where a wheel exists
+    assert layers.Hashing(num_bins=3)([["A"], ["B"], ["C"], ["D"], ["E"]]).numpy() \
+        .tolist() == [[1], [0], [1], [1], [2]]
 
 
 def test_docstring_examples():

@@ -420,3 +420,76 @@ def test_array_adapter_batches_are_views_in_order():
     batches = list(adapter.batches())
     assert [b[0].shape[0] for b in batches] == [4, 4, 2]
     assert np.shares_memory(batches[0][0], x)
+
+
+# -- bad batches and empty sources (review findings) ------------------------------------------
+class Batches(kerasrs.utils.PyDataset):
+    """Two batches made by ``make(index)``."""
+
+    def __init__(self, make, n=2, **kwargs):
+        super().__init__(**kwargs)
+        self.make, self.n = make, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return self.make(index)
+
+
+def test_string_batches_are_rejected_not_converted_and_trained_on():
+    # NumPy turns "0.5" into 0.5 when the step casts, so without a check strings trained
+    strings = Batches(lambda i: (np.full((2, 1), "0.5"), np.ones((2, 1), "float32")))
+    with pytest.raises(ValueError, match=r"`x` holds non-numeric data of dtype <U3.*"
+                                         r"shape \(2, 1\) \(in a batch of the Batches\)"):
+        _identity().fit(strings, verbose=0)
+    labels = (np.ones((2, 1), "float32"), np.array(["a", "b"]))
+    with pytest.raises(ValueError, match=r"`y` holds non-numeric.*in a batch of the generator"):
+        _identity().evaluate((b for b in [labels]), verbose=0)
+
+
+@pytest.mark.parametrize("batch,message", [
+    (None, r"a batch of the Batches has no inputs `x`.*Received: x=None"),
+    ((np.zeros((0, 1), "float32"), np.zeros((0, 1), "float32")),
+     r"a batch of the Batches has no samples.*Received: x with shape\(s\) \[\(0, 1\)\]"),
+    (np.float32(1.0), r"has no samples.*shape\(s\) \[\(\)\]"),
+])
+def test_batches_without_inputs_or_rows_are_rejected(batch, message):
+    with pytest.raises(ValueError, match=message):
+        _identity().fit(Batches(lambda i: batch), verbose=0)
+
+
+def _empty_generator():
+    return
+    yield
+
+
+@pytest.mark.parametrize("method", ["fit", "evaluate", "predict"])
+@pytest.mark.parametrize("source,name", [(lambda: Batches(None, n=0, workers=2), "Batches of 0 "
+                                                                                   "batches"),
+                                         (_empty_generator, "generator"),
+                                         (lambda: iter([]), "list_iterator")])
+def test_an_empty_source_raises_instead_of_reporting_zero_loss(method, source, name):
+    # before: fit logged loss 0.0 per epoch and evaluate returned 0.0
+    with pytest.raises(ValueError, match=rf"Model.{method}: the data gave no batch.*"
+                                         rf"Received: an empty {name}"):
+        getattr(_identity(), method)(source(), verbose=0)
+    assert not _no_worker_threads()
+
+
+def test_a_generator_spent_after_one_epoch_still_only_warns():
+    model = _identity()
+    with pytest.warns(UserWarning, match="ran out after 0 batches"):
+        history = model.fit(((np.ones((2, 1)), np.ones((2, 1))) for _ in range(2)), epochs=2,
+                            verbose=0)
+    assert len(history.history["loss"]) == 1
+
+
+def test_numpy_int_steps_are_accepted():
+    # before: "`steps_per_epoch` must be a positive int. Received: np.int64(2)"
+    model = _identity()
+    endless = ((np.ones((2, 1)), np.ones((2, 1))) for _ in iter(int, 1))
+    history = model.fit(endless, steps_per_epoch=np.int64(2), epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    assert model.evaluate(endless, steps=np.int32(3), verbose=0) == pytest.approx(0.0)
+    assert model.predict(Numbers(n=9), steps=np.int64(2), verbose=0).shape == (6, 1)

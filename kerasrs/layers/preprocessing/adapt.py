@@ -42,6 +42,20 @@ def batches(data, who, steps=None):
                          f"{type(data).__name__}")
 
 
+def string_lists_to_arrays(inputs):
+    """A (nested) list or tuple of strings as a NumPy string array, for the string layers' calls
+    (Keras documents ``layer([["a", "c"], ["d", "z"]])``); anything else unchanged."""
+    if isinstance(inputs, (list, tuple)) and inputs and _all_strings(inputs):
+        return np.asarray(inputs)
+    return inputs
+
+
+def _all_strings(value):
+    if isinstance(value, (list, tuple)):
+        return all(_all_strings(v) for v in value)
+    return isinstance(value, (str, bytes))
+
+
 def _is_array(data):
     if isinstance(data, (np.ndarray, autodiff.Tensor)) or hasattr(data, "__array__"):
         return True

@@ -143,7 +143,7 @@ class RandomRotation(_AffineLayer):
 
     Args:
         factor: float ``f`` (angles in ``[-f, f] * 360`` degrees) or a pair ``(low, high)``;
-            a fraction of a full turn.
+            a fraction of a full turn, in [-1, 1].
         fill_mode: "reflect" (default), "wrap", "constant" or "nearest".
         interpolation: "bilinear" (default) or "nearest".
         fill_value: the value outside the image for "constant".
@@ -154,7 +154,7 @@ class RandomRotation(_AffineLayer):
                  fill_value=0.0, data_format=None, **kwargs):
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         self.factor = factor
-        self._range = _factor_pair(self.name, "factor", factor, -math.inf, math.inf)
+        self._range = _factor_pair(self.name, "factor", factor)  # Keras 3 refuses |f| > 1
 
     def draw(self, rng, shape):
         angles = rng.uniform(self._range[0] * 360.0, self._range[1] * 360.0, shape[0])
@@ -331,7 +331,7 @@ class RandomCrop(_RandomImageLayer):
 
     def __init__(self, height, width, seed=None, data_format=None, name=None, **kwargs):
         super().__init__(seed, data_format, name=name, **kwargs)
-        self.height, self.width = int(height), int(width)
+        self.height, self.width = image.check_size(self.name, height, width)
 
     def draw(self, rng, shape):
         h, w = shape[1], shape[2]

@@ -166,6 +166,10 @@ class _IndexLookup(Layer):
             order = order[:max(self.max_tokens - len(self._specials()), 0)]
         self._vocabulary = order
 
+    def _convert_inputs(self, inputs):
+        # lists of strings become one string array (the base class reads lists as structures)
+        return super()._convert_inputs(adapt_data.string_lists_to_arrays(inputs))
+
     def call(self, inputs):
         values = np.asarray(inputs.numpy())
         if self.invert:
@@ -278,6 +282,10 @@ class IntegerLookup(_IndexLookup):
     ``oov_token`` -1; with ``num_oov_indices > 1`` an unknown value goes to OOV index
     ``value % num_oov_indices`` (Keras's integer hashing).
 
+    Raises:
+        ValueError: (at a call) for inputs that are not integers (strings, or floats with a
+            fractional part).
+
     Example:
         >>> layer = IntegerLookup(vocabulary=[12, 36, 1138, 42])
         >>> layer(np.array([[12, 1138, 42], [42, 1000, 36]])).numpy()
@@ -297,6 +305,15 @@ class IntegerLookup(_IndexLookup):
     @staticmethod
     def _token(value):
         return int(value)
+
+    def _lookup(self, values):
+        # int() would read 12.5 as 12 and "12" as 12: refuse what is not an integer
+        values = np.asarray(values)
+        if values.dtype.kind not in "iub" and not (
+                values.dtype.kind == "f" and np.all(values == np.round(values))):
+            raise ValueError(f"{self.name}: IntegerLookup takes integers. Received: inputs of "
+                             f"dtype {values.dtype} (e.g. {values.reshape(-1)[:3].tolist()})")
+        return super()._lookup(values)
 
     def _oov_bucket(self, values):
         return np.asarray(values, np.int64) % max(self.num_oov_indices, 1)

@@ -8,6 +8,7 @@ imported on the first call.
 import numpy as np
 
 from kerasrs.layers.base import Layer
+from kerasrs.layers.preprocessing import adapt as adapt_data
 from kerasrs.layers.preprocessing import categorical
 from kerasrs.ops.core import constant
 
@@ -62,6 +63,10 @@ class Hashing(Layer):
                              f"sparse={sparse!r}")
         self.num_bins, self.mask_value, self.salt = num_bins, mask_value, None
         self.output_mode, self.sparse = output_mode, False
+
+    def _convert_inputs(self, inputs):
+        # lists of strings become one string array (the base class reads lists as structures)
+        return super()._convert_inputs(adapt_data.string_lists_to_arrays(inputs))
 
     def call(self, inputs):
         fingerprint = _fingerprint64()

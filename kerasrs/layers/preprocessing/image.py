@@ -29,6 +29,19 @@ def check_choice(who, name, value, allowed):
                          f"Received: {name}={value!r}")
 
 
+def check_size(who, height, width):
+    """``(height, width)`` as ints, both >= 1.
+
+    Raises:
+        ValueError: for a size that is not a positive integer, naming the layer.
+    """
+    for name, value in (("height", height), ("width", width)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{who}: `{name}` must be a positive int (pixels). Received: "
+                             f"height={height!r}, width={width!r}")
+    return int(height), int(width)
+
+
 def check_data_format(who, data_format):
     data_format = data_format or "channels_last"
     check_choice(who, "data_format", data_format, ("channels_last", "channels_first"))
@@ -191,7 +204,7 @@ class Resizing(Layer):
             raise ValueError(f"{self.name}: use only one of `crop_to_aspect_ratio` and "
                              "`pad_to_aspect_ratio`. Received: both True")
         check_choice(self.name, "fill_mode", fill_mode, ("constant",))
-        self.height, self.width = int(height), int(width)
+        self.height, self.width = check_size(self.name, height, width)
         self.interpolation = interpolation
         self.crop_to_aspect_ratio, self.pad_to_aspect_ratio = crop_to_aspect_ratio, \
             pad_to_aspect_ratio
@@ -230,7 +243,7 @@ class CenterCrop(Layer):
 
     def __init__(self, height, width, data_format=None, **kwargs):
         super().__init__(**kwargs)
-        self.height, self.width = int(height), int(width)
+        self.height, self.width = check_size(self.name, height, width)
         self.data_format = check_data_format(self.name, data_format)
 
     def call(self, inputs):

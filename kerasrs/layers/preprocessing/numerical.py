@@ -26,12 +26,15 @@ class Normalization(Layer):
         mean, variance: optional fixed statistics, broadcastable to the kept axes.
         invert: bool, undo a normalization instead.
 
+    Attributes: ``mean`` and ``variance`` (once built), tensors in the inputs' broadcast shape.
+
     Weights (when adapted): ``mean`` and ``variance`` of the kept axes' shape and ``count``
     (int32 scalar: the samples seen; Keras leaves it 0), non-trainable, saved with the model.
 
     Raises:
         ValueError: for only one of ``mean``/``variance``, shapes that differ, an axis out of
-            range or of unknown size, or a call before the statistics exist.
+            range or of unknown size, a call before the statistics exist, or `adapt` on data
+            without samples.
 
     Example:
         >>> layer = Normalization()
@@ -86,6 +89,8 @@ class Normalization(Layer):
         for batch in _chain(first, stream):
             batch = batch.astype("float64")
             size = batch.size // int(np.prod([batch.shape[a] for a in self._keep]))
+            if size == 0:
+                continue
             b_mean, b_var = batch.mean(axis=self._reduce), batch.var(axis=self._reduce)
             if mean is None:
                 mean, variance, total = b_mean, b_var, size
@@ -95,9 +100,28 @@ class Normalization(Layer):
             variance = (variance + (mean - new_mean) ** 2) * (1 - weight) + \
                 (b_var + (b_mean - new_mean) ** 2) * weight
             mean, total = new_mean, total + size
+        if total == 0:  # NumPy would give NaN statistics with a RuntimeWarning
+            raise ValueError(f"{self.name}.adapt: the data have no samples. Received: a first "
+                             f"batch of shape {first.shape}")
         self.adapt_mean.assign(np.asarray(mean, self.adapt_mean.dtype))
         self.adapt_variance.assign(np.asarray(variance, self.adapt_variance.dtype))
         self.count.assign(np.asarray(total, "int32"))
+
+    @property
+    def mean(self):
+        """The mean in the inputs' broadcast shape (e.g. ``(1, features)``), as Keras 3 exposes
+        it; None before the layer is built."""
+        return self._broadcast_statistic(0)
+
+    @property
+    def variance(self):
+        """The variance, shaped as `mean`; None before the layer is built."""
+        return self._broadcast_statistic(1)
+
+    def _broadcast_statistic(self, index):
+        if not self.built:
+            return None
+        return ops.convert_to_tensor(tuple(self._statistics(self.compute_dtype))[index])
 
     def _statistics(self, dtype):
         if self.input_mean is not None:
@@ -112,6 +136,13 @@ class Normalization(Layer):
 
     def call(self, inputs):
         inputs = ops.cast(inputs, self.compute_dtype)
+        shape = tuple(inputs.shape)
+        if len(shape) != len(self._broadcast) or \
+                any(shape[a] != self._broadcast[a] for a in self._keep):
+            expected = {a: self._broadcast[a] for a in self._keep}
+            raise ValueError(f"{self.name}: expected inputs of rank {len(self._broadcast)} with "
+                             f"the sizes {expected} (axis: size) that the statistics have. "
+                             f"Received: input shape {shape}")
         mean, variance = self._statistics(self.compute_dtype)
         scale = ops.maximum(ops.sqrt(variance), EPSILON)
         if self.invert:
@@ -144,8 +175,8 @@ class Discretization(Layer):
     Outputs are int64 ids ("int") or float vectors of the layer's dtype.
 
     Raises:
-        ValueError: for ``bin_boundaries`` and ``num_bins`` that disagree, an unknown output
-            mode, or a call before the boundaries exist.
+        ValueError: for unsorted ``bin_boundaries``, ``bin_boundaries`` and ``num_bins`` that
+            disagree, an unknown output mode, or a call before the boundaries exist.
 
     Example:
         >>> Discretization(bin_boundaries=[0.0, 1.0])(np.array([-1.0, 0.0, 0.5, 2.0])).numpy()
@@ -167,6 +198,10 @@ class Discretization(Layer):
                              f"sparse={sparse!r}")
         self.bin_boundaries = None if bin_boundaries is None else [float(b) for b in
                                                                    bin_boundaries]
+        if self.bin_boundaries is not None and self.bin_boundaries != sorted(self.bin_boundaries):
+            # a binary search over unsorted boundaries gives wrong buckets without an error
+            raise ValueError(f"{self.name}: `bin_boundaries` must be sorted in increasing order. "
+                             f"Received: bin_boundaries={bin_boundaries}")
         self.num_bins, self.epsilon = num_bins, epsilon
         self.output_mode, self.sparse = output_mode, False
 

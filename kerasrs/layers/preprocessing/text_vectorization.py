@@ -114,6 +114,10 @@ class TextVectorization(Layer):
     def set_vocabulary(self, vocabulary, idf_weights=None):
         self.lookup.set_vocabulary(vocabulary)
 
+    def _convert_inputs(self, inputs):
+        # lists of strings become one string array (the base class reads lists as structures)
+        return super()._convert_inputs(adapt_data.string_lists_to_arrays(inputs))
+
     def call(self, inputs):
         texts = self._texts(inputs.numpy())
         token_lists = [self._tokens(t) for t in texts]

@@ -9,6 +9,8 @@ import numpy as np
 from kerasrs import activations, initializers, ops
 from kerasrs.backend import settings
 from kerasrs.layers.base import Layer
+from kerasrs.layers.recurrent.cells import dropout_mask
+from kerasrs.ops.core import constant
 
 
 def _tuple(value, n):
@@ -93,10 +95,10 @@ class _ConvLSTM(Layer):
         batch, steps = x.shape[:2]
         if self.go_backwards:
             x = ops.flip(x, 1)
-        if training and self.dropout:
-            keep = np.random.default_rng(self.seed).random((batch,) + tuple(x.shape[2:])) >= \
-                self.dropout
-            x = x * (keep / (1 - self.dropout)).astype(x.dtype)[:, None]
+        be = x.backend
+        if training and self.dropout:  # one input mask per sequence, from the layer's generator
+            x = x * constant(dropout_mask(self, (batch,) + tuple(x.shape[2:]), self.dropout,
+                                          x.dtype, be)[:, None], be)
         frames = ops.reshape(x, (batch * steps,) + tuple(x.shape[2:]))
         xz = ops.conv(frames, self.kernel, self.strides, self.padding, "channels_last",
                       self.dilation_rate)
@@ -113,9 +115,8 @@ class _ConvLSTM(Layer):
         f = self.filters
         rmask = None
         if training and self.recurrent_dropout:  # one mask per sequence (Gal & Ghahramani 2016)
-            keep = np.random.default_rng(None if self.seed is None else self.seed + 1).random(
-                (batch,) + spatial + (f,)) >= self.recurrent_dropout
-            rmask = (keep / (1 - self.recurrent_dropout)).astype(x.dtype)
+            rmask = constant(dropout_mask(self, (batch,) + spatial + (f,),
+                                          self.recurrent_dropout, x.dtype, be), be)
         for t in range(steps):
             hr = h if rmask is None else h * rmask
             z = xz[:, t] + ops.conv(hr, self.recurrent_kernel, 1, "same", "channels_last")
