@@ -39,7 +39,7 @@ class _Projection(Function):
         return y.reshape(x.shape[:x.ndim - self.n_in] + kernel.shape[self.n_in:])
 
     def backward(self, gy):
-        g2 = gy.reshape(self.x2.shape[0], -1)
+        g2 = gy.reshape(self.x2.shape[0], self.w2.shape[1])  # explicit: rows may be 0
         need_bias = len(self.needs_grad) == 3 and self.needs_grad[2]
         gb = None
         if self.y is not None:  # g2 = gy * act'(y); the bias gradient comes from the same pass
