@@ -1,9 +1,29 @@
-"""Shared fixtures: run a test body on every available backend (CuPy tests skip without a GPU)."""
+"""Shared fixtures: run a test body on every available backend (CuPy tests skip without a GPU).
+
+``pytest --gpu`` says a GPU is expected: a ``gpu``-marked test that would skip (no CuPy, no
+device) fails instead, so a GPU run cannot pass by skipping everything.
+"""
 
 import numpy as np
 import pytest
 
 import kerasrs
+
+
+def pytest_addoption(parser):
+    parser.addoption("--gpu", action="store_true", default=False,
+                     help="expect a CUDA device: gpu-marked tests fail instead of skipping")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and item.config.getoption("--gpu") and \
+            item.get_closest_marker("gpu") is not None:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"--gpu given, but this gpu test skipped: {reason}"
 
 
 @pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

@@ -14,7 +14,7 @@ import pytest
 
 import kerasrs
 from kerasrs import backend, ops
-from kerasrs.backend import kernel_sources
+from kerasrs.backend import cuda_sources as kernel_sources
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HAS_CUPY = importlib.util.find_spec("cupy") is not None

@@ -21,6 +21,7 @@ if _default[0] not in NAMES:
     raise ValueError(f"KERASRS_BACKEND must be one of {NAMES}. Received: {_default[0]!r}")
 _floatx = ["float32"]
 _seed = [None]
+_dropout_keys = [np.random.default_rng()]  # draws the Philox keys of unseeded dropout layers
 
 
 def get(name=None):
@@ -128,14 +129,21 @@ def convert_to_numpy(x):
 def set_seed(seed):
     """Seed the runtime generator (dropout, shuffling) of every backend created so far and later."""
     _seed[0] = seed
+    _dropout_keys[0] = np.random.default_rng(seed)
     for be in _instances.values():
         be.seed(seed)
+
+
+def dropout_seed():
+    """A fresh 63-bit Philox key for a dropout layer without a ``seed``: drawn on the host from
+    a generator that `set_seed` seeds, so it is the same on every backend."""
+    return int(_dropout_keys[0].integers(0, 2 ** 63))
 
 
 __all__ = ["Backend", "base", "get", "backend", "set_backend", "using", "is_available",
            "backend_of",
            "floatx", "set_floatx", "standardize_dtype", "is_float_dtype", "convert_to_numpy",
-           "set_seed", "NAMES"]
+           "set_seed", "dropout_seed", "NAMES"]
 
 # Keras's keras.backend / keras.config settings (values live in settings.py).
 from kerasrs.backend import settings  # noqa: E402

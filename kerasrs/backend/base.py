@@ -94,6 +94,86 @@ class Backend:
         y = xp.copysign(out, xp.asarray(x, dtype=np.float64))
         return y.astype(x.dtype if is_float else np.float32, copy=False)  # ints give float32
 
+    def softmax_cross_entropy(self, logits, labels):
+        """Row-wise softmax and cross-entropy of ``logits`` (n, c) against ``labels``.
+
+        ``labels`` are int class ids (n,) (sparse) or float targets (n, c) (dense). Each row's
+        log-sum-exp is taken around its max ``m``, ``ls = log(sum(exp(x - m)))``, so exp never
+        overflows, and the loss is formed from the shifted logits, so huge logits keep their
+        precision.
+
+        Returns:
+            (loss, probs): loss (n,) ``ls - (x[label] - m)`` or ``sum(t * (ls - (x - m)))``, the
+            softmax probabilities (n, c), both in ``logits``' dtype. A sparse id outside
+            ``[0, c)`` gives a NaN loss (the op checks ids before calling).
+        """
+        xp = self.xp
+        m = logits.max(axis=1, keepdims=True)
+        m = xp.where(xp.isneginf(m), 0, m).astype(logits.dtype, copy=False)  # all -inf rows
+        shifted = logits - m  # losses from shifted logits: huge logits keep their precision
+        ls = xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+        probs = xp.exp(shifted - ls)
+        if labels.ndim == 1:
+            c = logits.shape[1]
+            valid = (labels >= 0) & (labels < c)
+            picked = xp.take_along_axis(shifted, xp.where(valid, labels, 0)[:, None], axis=1)
+            loss = xp.where(valid, ls[:, 0] - picked[:, 0], xp.nan)
+        else:
+            loss = (labels * (ls - shifted)).sum(axis=1)
+        return loss.astype(logits.dtype, copy=False), probs
+
+    def softmax_cross_entropy_grad(self, probs, labels, gloss):
+        """Gradient wrt the logits: ``gloss[:, None] * (sum(t) * probs - t)`` (t one-hot if sparse).
+
+        Args: probs (n, c) from `softmax_cross_entropy`; labels as there; gloss (n,).
+        Returns: (n, c) in ``probs``' dtype.
+        """
+        xp = self.xp
+        if labels.ndim == 1:
+            g = probs.copy()
+            g[xp.arange(len(labels)), labels] -= 1
+        else:
+            g = labels.sum(axis=1, keepdims=True) * probs - labels
+        return (gloss[:, None] * g).astype(probs.dtype, copy=False)
+
+    def dropout_mask(self, shape, rate, seed, offset=0, dtype="float32"):
+        """Inverted-dropout multiplier: 0 with probability ``rate``, else ``1 / (1 - rate)``.
+
+        Bits from the counter-based generator Philox4x32-10 (Salmon et al., "Parallel random
+        numbers: as easy as 1, 2, 3", SC 2011): element e is word ``e % 4`` of
+        ``philox(counter=(e // 4, offset), key=seed)`` (64-bit halves as two 32-bit words); it is
+        kept when its top 24 bits ``u`` satisfy ``u >= ceil(rate * 2**24)``. The mask depends only
+        on (seed, offset, shape), so the CUDA kernel gives the same bits.
+
+        Args:
+            shape: output shape. rate: float in [0, 1). seed, offset: ints in [0, 2**64).
+            dtype: float dtype of the result.
+        """
+        xp = self.xp
+        n = math.prod(shape)
+        b = xp.arange((n + 3) // 4, dtype=np.uint64)
+        ctr = [b & _MASK32, b >> np.uint64(32)]
+        ctr += [xp.full_like(b, v) for v in _split64(offset)]
+        words = philox4x32_10(xp, ctr, _split64(seed))
+        bits = xp.stack(words, axis=1).reshape(-1)[:n]
+        keep = (bits >> np.uint64(8)) >= np.uint64(dropout_threshold(rate))
+        return xp.where(keep, 1 / (1 - rate), 0).astype(dtype).reshape(shape)
+
+    def embedding_grad(self, indices, gy, input_dim):
+        """Gradient of an embedding table: ``out[indices[i]] += gy[i]`` summed over repeats.
+
+        Args: indices int (...); gy ``indices.shape + (dim,)``; input_dim rows of the table.
+        Returns: (input_dim, dim) in ``gy``'s dtype. Ids outside ``[0, input_dim)`` add nothing.
+        """
+        xp = self.xp
+        dim = gy.shape[-1]
+        flat = indices.reshape(-1)
+        rows = gy.reshape(-1, dim)
+        valid = (flat >= 0) & (flat < input_dim)
+        out = xp.zeros((input_dim, dim), dtype=gy.dtype)
+        self.scatter_add(out, flat[valid], rows[valid])
+        return out
+
     # -- named fused kernels (see KERNELS.md): the plain xp compositions below are the reference
     # twins; NumpyBackend and CupyBackend override them with fused versions tested against these.
     # Arrays may be non-contiguous; outputs are new arrays unless an ``out`` is passed.
@@ -560,3 +640,37 @@ def numpy_dtype(dtype):
 
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(dtype)
+
+
+# -- Philox4x32-10, vectorized over uint64 arrays holding 32-bit words ----------------------------
+_MASK32 = np.uint64(0xFFFFFFFF)
+_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+
+
+def _split64(v):
+    """(low, high) 32-bit words of a non-negative int below 2**64."""
+    v = int(v)
+    if not 0 <= v < 2 ** 64:
+        raise ValueError(f"Philox seeds and offsets must be in [0, 2**64). Received: {v}")
+    return v & 0xFFFFFFFF, v >> 32
+
+
+def dropout_threshold(rate):
+    """The 24-bit threshold for keeping an element: ``ceil(rate * 2**24)`` (exact for rates in
+    [0, 1), so ``u / 2**24 >= rate`` is decided on integers, the same on host and device)."""
+    return math.ceil(rate * (1 << 24))
+
+
+def philox4x32_10(xp, counter, key):
+    """Philox4x32-10 (Salmon et al. 2011): four counter words (uint64 arrays of 32-bit values)
+    and two key words (ints) to four output words, elementwise."""
+    x0, x1, x2, x3 = counter
+    k0, k1 = key
+    for _ in range(10):
+        p0 = _PHILOX_M[0] * x0  # 32 x 32 -> 64-bit products, exact in uint64
+        p1 = _PHILOX_M[1] * x2
+        x0, x1, x2, x3 = ((p1 >> np.uint64(32)) ^ x1 ^ np.uint64(k0), p1 & _MASK32,
+                          (p0 >> np.uint64(32)) ^ x3 ^ np.uint64(k1), p0 & _MASK32)
+        k0, k1 = (k0 + _PHILOX_W[0]) & 0xFFFFFFFF, (k1 + _PHILOX_W[1]) & 0xFFFFFFFF
+    return x0, x1, x2, x3

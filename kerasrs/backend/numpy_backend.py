@@ -82,6 +82,17 @@ class NumpyBackend(base.Backend):
                 w += v
 
     # -- compiled kernels (numba), each falling back to the NumPy twin in base.Backend ------------
+    def dropout_mask(self, shape, rate, seed, offset=0, dtype="float32"):
+        dtype = np.dtype(dtype)
+        kernel = _philox()
+        if kernel is None or dtype.type not in (np.float32, np.float64) or not 0 <= rate < 1:
+            return super().dropout_mask(shape, rate, seed, offset, dtype)
+        out = np.empty(tuple(shape), dtype)
+        words = [np.uint64(w) for w in base._split64(seed) + base._split64(offset)]
+        kernel.dropout_mask(out.reshape(-1), *words, np.uint64(base.dropout_threshold(rate)),
+                            dtype.type(1 / (1 - rate)))
+        return out
+
     def relu(self, x):
         k = _compiled_for(x)
         if k is None or not x.flags.c_contiguous:
@@ -265,6 +276,15 @@ class NumpyBackend(base.Backend):
 _PARALLEL_SIZE = 1 << 15  # elements below which a flat kernel runs on the calling thread
 _CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 _kernels = []  # [module] once numba imported, [None] if it is missing
+
+
+def _philox():
+    """The numba Philox module (`philox_cpu`), or None without numba (the twin is used)."""
+    if compiled_kernels() is None:  # numba missing: warned once there
+        return None
+    from kerasrs.backend import philox_cpu
+
+    return philox_cpu
 
 
 def compiled_kernels():

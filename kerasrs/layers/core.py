@@ -120,6 +120,27 @@ class Identity(Layer):
         return input_shape
 
 
+def dropout_mask(layer, shape, rate, dtype, be):
+    """An inverted-dropout multiplier (0 with probability ``rate``, else ``1 / (1 - rate)``) of
+    ``shape`` from the backend's counter-based Philox kernel (``be.dropout_mask``).
+
+    With ``layer.seed`` the key is the seed and the counter offset the number of masks the
+    layer drew before; without, each mask takes a fresh key from `kerasrs.backend.dropout_seed`
+    (one host stream that ``set_random_seed`` seeds, so a model rebuilt or reloaded in the same
+    process continues it). Either way a seed gives the same masks on NumPy and on CuPy.
+    """
+    seed = getattr(layer, "seed", None)
+    if seed is None:
+        key, offset = backend_module.dropout_seed(), 0
+    else:
+        drawn = layer.__dict__.setdefault("_philox_offset", [0])
+        key, offset = int(seed) % 2 ** 64, drawn[0]
+        drawn[0] += 1
+    if rate >= 1:
+        return be.xp.zeros(shape, dtype)
+    return be.dropout_mask(tuple(shape), rate, key, offset, dtype)
+
+
 class Dropout(Layer):
     """Inverted dropout: in training, zeroes each element with probability ``rate`` and scales
     the rest by ``1 / (1 - rate)``; at inference it is the identity (Srivastava et al., 2014).
@@ -128,8 +149,8 @@ class Dropout(Layer):
         rate: float in [0, 1], the fraction of elements dropped.
         noise_shape: optional shape of the keep mask, broadcast over the input (None entries
             take the input's size), e.g. ``(batch, 1, features)`` to drop whole features.
-        seed: int for a layer-own reproducible generator; None uses the backend generator,
-            which ``kerasrs.utils.set_random_seed`` seeds.
+        seed: int key of the layer's Philox stream (the same masks on every backend); None
+            draws a key from the generator ``kerasrs.utils.set_random_seed`` seeds.
 
     Raises:
         ValueError: for a rate outside [0, 1].
@@ -144,7 +165,6 @@ class Dropout(Layer):
                              f"Received: rate={rate!r}")
         self.rate, self.seed = float(rate), seed
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
-        self._generators = {}  # backend name -> seeded generator (only with `seed`)
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
@@ -152,12 +172,8 @@ class Dropout(Layer):
         be = inputs.backend
         shape = inputs.shape if self.noise_shape is None else tuple(
             n if s is None else s for s, n in zip(self.noise_shape, inputs.shape))
-        rng = be.rng if self.seed is None else self._generators.setdefault(
-            be.name, be.xp.random.default_rng(self.seed))
         dtype = inputs.dtype if backend_module.is_float_dtype(inputs.dtype) else np.float32
-        mask = (rng.random(shape, dtype=np.float32) >= self.rate).astype(dtype)
-        if self.rate < 1:
-            mask *= 1.0 / (1.0 - self.rate)
+        mask = dropout_mask(self, shape, self.rate, dtype, be)
         return ops.multiply(inputs, constant(mask, be))
 
     def compute_output_shape(self, input_shape):

@@ -468,6 +468,11 @@ def categorical_crossentropy(target, output, from_logits=False, axis=-1):
     """
     _same_shape("categorical_crossentropy", target, output)
     axis = _axes("categorical_crossentropy", output, axis)[0]
+    if from_logits and output.ndim >= 1:
+        if axis != output.ndim - 1:
+            perm = [a for a in range(output.ndim) if a != axis] + [axis]
+            target, output = shape.transpose(target, perm), shape.transpose(output, perm)
+        return SoftmaxCrossEntropy().apply(target, output)
     if from_logits:
         log_p = log_softmax(output, axis=axis)
     else:
@@ -476,23 +481,46 @@ def categorical_crossentropy(target, output, from_logits=False, axis=-1):
 
 
 class SparseSoftmaxCrossEntropy(Function):
-    """``logsumexp(x) - x[label]`` over the last axis, fused with its gradient ``softmax - onehot``."""
+    """``logsumexp(x) - x[label]`` over the last axis, fused with its gradient ``softmax - onehot``
+    (the backend's ``softmax_cross_entropy`` kernel pair, rows flattened to ``(n, classes)``)."""
     half_in_float32 = "always"
 
     def __init__(self, labels):
-        self.labels = labels
+        self.labels = labels.reshape(-1)
 
     def forward(self, x):
-        xp = self.xp
-        shifted = x - x.max(axis=-1, keepdims=True)
-        self.log_p = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))
-        return -xp.take_along_axis(self.log_p, self.labels[..., None], axis=-1)[..., 0]
+        loss, self.probs = self.backend.softmax_cross_entropy(x.reshape(-1, x.shape[-1]),
+                                                              self.labels)
+        return loss.reshape(x.shape[:-1])
 
     def backward(self, gy):
-        gx = self.xp.exp(self.log_p)
-        flat = gx.reshape(-1, gx.shape[-1])
-        flat[self.xp.arange(flat.shape[0]), self.labels.reshape(-1)] -= 1
-        return (gx * gy[..., None],)
+        gx = self.backend.softmax_cross_entropy_grad(
+            self.probs, self.labels, gy.reshape(-1).astype(self.probs.dtype, copy=False))
+        return (gx.reshape(gy.shape + gx.shape[-1:]),)
+
+
+class SoftmaxCrossEntropy(Function):
+    """``-sum(t * log_softmax(x))`` over the last axis for dense targets ``t``, fused with the
+    logits' gradient ``sum(t) * softmax - t``. The targets' gradient ``-log_softmax(x)`` is
+    computed only when asked for."""
+    half_in_float32 = "always"
+
+    def forward(self, t, x):
+        c = x.shape[-1]
+        self.x, self.t = x, t.astype(x.dtype, copy=False).reshape(-1, c)
+        loss, self.probs = self.backend.softmax_cross_entropy(x.reshape(-1, c), self.t)
+        return loss.reshape(x.shape[:-1])
+
+    def backward(self, gy):
+        g = gy.reshape(-1).astype(self.probs.dtype, copy=False)
+        gx = self.backend.softmax_cross_entropy_grad(self.probs, self.t, g).reshape(self.x.shape)
+        gt = None
+        if self.needs_grad[0]:
+            xp, x = self.xp, self.x
+            m = x.max(axis=-1, keepdims=True)
+            log_p = x - m - xp.log(xp.exp(x - m).sum(axis=-1, keepdims=True))
+            gt = -log_p * gy[..., None]
+        return gt, gx
 
 
 def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
@@ -534,7 +562,9 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
     labels = target.data if target.backend is output.backend else target.numpy()
     labels = output.backend.asarray(labels)  # on output's device
     if labels.size:
-        low, high = float(labels.min()), float(labels.max())  # a NaN propagates into both
+        xp = output.backend.xp  # one host read for both bounds (a device sync on a GPU)
+        low, high = (float(v) for v in output.backend.to_numpy(
+            xp.stack([labels.min(), labels.max()])))  # a NaN propagates into both
         if not (math.isfinite(low) and math.isfinite(high)):
             bad = "NaN" if math.isnan(low) or math.isnan(high) else "infinity"
             raise ValueError(f"{op}: labels contain {bad}; class ids must be finite integers in "

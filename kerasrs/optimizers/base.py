@@ -110,7 +110,9 @@ class Optimizer:
         return list(self._variables)
 
     def _make_variable(self, value, name, dtype=None, like=None):
-        be_name = like.backend.name if like is not None else backend_module.backend()
+        # Slots live beside their variable; the scalars (iteration, learning rate) on the host,
+        # where the step reads them as Python numbers without a device sync.
+        be_name = like.backend.name if like is not None else "numpy"
         with backend_module.using(be_name):
             if like is not None:
                 value = like.backend.xp.full(like.shape, value, dtype=like.dtype)

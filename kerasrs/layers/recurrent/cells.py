@@ -17,19 +17,15 @@ one mask is shared by the gates (the expected value and the regularizing effect 
 import numpy as np
 
 from kerasrs import activations, initializers, ops
+from kerasrs.layers import core
 from kerasrs.layers.base import Layer, _get_regularizer, _serialize_regularizer
 from kerasrs.ops.core import constant
 
 
 def dropout_mask(layer, like_shape, rate, dtype, be):
-    """A ``like_shape`` array of 0 and ``1 / (1 - rate)`` (keep probability ``1 - rate``)."""
-    if getattr(layer, "seed", None) is not None:
-        gens = layer.__dict__.setdefault("_generators", {})
-        rng = gens.setdefault(be.name, be.xp.random.default_rng(layer.seed))
-    else:
-        rng = be.rng
-    keep = (rng.random(like_shape, dtype=np.float32) >= rate).astype(dtype)
-    return keep * (1.0 / (1.0 - rate)) if rate < 1 else keep
+    """A ``like_shape`` array of 0 and ``1 / (1 - rate)`` (keep probability ``1 - rate``), from
+    the layer's Philox stream (`kerasrs.layers.core.dropout_mask`)."""
+    return core.dropout_mask(layer, like_shape, rate, dtype, be)
 
 
 def _check_rate(who, name, value):

@@ -1,0 +1,1 @@
+"""CUDA kernel sources (``*.cu``, ``common.cuh``), shipped as package data; see cuda_sources."""

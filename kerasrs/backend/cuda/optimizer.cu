@@ -1,0 +1,61 @@
+// Multi-tensor optimizer steps: one launch updates every parameter of a model. Each block owns a
+// chunk of one tensor, found through tables: ptrs_* (one device address per tensor), sizes
+// (elements per tensor), chunk_tensor / chunk_start (per block). Keras 3's update rules, term for
+// term as the twins (Backend.adam_update / sgd_update) so float64 results agree to rounding.
+
+template <typename T>
+__global__ void adam_update(T* const* params, const T* const* grads, T* const* ms, T* const* vs,
+                            T* const* v_hats, const unsigned long long* sizes,
+                            const unsigned long long* chunk_tensor,
+                            const unsigned long long* chunk_start, long long chunk,
+                            T one_minus_beta_1, T one_minus_beta_2, T epsilon, T alpha,
+                            T decay, int amsgrad) {
+  const unsigned long long k = chunk_tensor[blockIdx.x];
+  const long long start = (long long)chunk_start[blockIdx.x];
+  long long end = start + chunk;
+  if (end > (long long)sizes[k]) end = (long long)sizes[k];
+  T* w = params[k];
+  const T* g = grads[k];
+  T* m = ms[k];
+  T* v = vs[k];
+  for (long long i = start + threadIdx.x; i < end; i += blockDim.x) {
+    T wi = w[i];
+    if (decay != (T)0) wi -= wi * decay;  // decay = weight_decay * lr (AdamW, decoupled)
+    const T gi = g[i];
+    const T mi = m[i] + one_minus_beta_1 * (gi - m[i]);
+    T vi = v[i] + one_minus_beta_2 * (gi * gi - v[i]);
+    m[i] = mi;
+    v[i] = vi;
+    if (amsgrad) {
+      const T vh = v_hats[k][i] > vi ? v_hats[k][i] : vi;
+      v_hats[k][i] = vh;
+      vi = vh;
+    }
+    w[i] = wi - alpha * mi / (kr_sqrt(vi) + epsilon);
+  }
+}
+
+template <typename T>
+__global__ void sgd_update(T* const* params, const T* const* grads, T* const* momentums,
+                           const unsigned long long* sizes, const unsigned long long* chunk_tensor,
+                           const unsigned long long* chunk_start, long long chunk, T lr,
+                           T momentum, int nesterov, T decay) {
+  const unsigned long long k = chunk_tensor[blockIdx.x];
+  const long long start = (long long)chunk_start[blockIdx.x];
+  long long end = start + chunk;
+  if (end > (long long)sizes[k]) end = (long long)sizes[k];
+  T* w = params[k];
+  const T* g = grads[k];
+  for (long long i = start + threadIdx.x; i < end; i += blockDim.x) {
+    T wi = w[i];
+    if (decay != (T)0) wi -= wi * decay;
+    const T step = lr * g[i];
+    if (momentum == (T)0) {
+      w[i] = wi - step;
+      continue;
+    }
+    const T vi = momentums[k][i] * momentum - step;
+    momentums[k][i] = vi;
+    w[i] = nesterov ? wi + (momentum * vi - step) : wi + vi;
+  }
+}
