@@ -14,7 +14,8 @@ cores from OpenBLAS's GEMM threads; single-threaded fused kernels trained at 1.0
 both cores without that contention needs threads that block when idle (e.g. a small pool of
 our own over ``nogil`` kernels), which is future work.
 
-Every kernel has a reference twin in `kerasrs.backend.base.Backend`; tests compare them.
+Every kernel has a reference twin in `kerasrs.backend.base.Backend`; tests compare them. Where a
+twin measured faster (Adam's in-place passes; the LSTM gate step, 5x), there is no kernel here.
 Activation codes: 0 linear, 1 relu, 2 sigmoid, 3 tanh.
 """
 
@@ -98,28 +99,6 @@ def relu(x, out):
 
 # -- optimizers -------------------------------------------------------------------------------------
 @serial
-def adam_range(w, g, m, v, alpha, beta_1, beta_2, epsilon, decay, start, stop):
-    """One Adam step on ``[start, stop)`` of flat arrays; ``decay = weight_decay * lr``."""
-    for i in range(start, stop):
-        gi = g[i]
-        mi = m[i] + (1 - beta_1) * (gi - m[i])
-        vi = v[i] + (1 - beta_2) * (gi * gi - v[i])
-        m[i] = mi
-        v[i] = vi
-        wi = w[i] - w[i] * decay
-        w[i] = wi - alpha * (mi / (math.sqrt(vi) + epsilon))
-
-
-@parallel
-def adam(w, g, m, v, alpha, beta_1, beta_2, epsilon, decay, blocks):
-    """`adam_range` over ``blocks`` blocks in parallel (small arrays: call adam_range)."""
-    n = w.size
-    for k in prange(blocks):
-        adam_range(w, g, m, v, alpha, beta_1, beta_2, epsilon, decay, k * n // blocks,
-                   (k + 1) * n // blocks)
-
-
-@serial
 def sgd_range(w, g, v, lr, momentum, nesterov, decay, start, stop):
     for i in range(start, stop):
         wi = w[i] - w[i] * decay
@@ -185,41 +164,7 @@ def layer_norm_grad(gy, x, gamma, mean, rstd, gx, partial):
                 gx[i, j] = r * (gy[i, j] * gamma[j] - s1 - xhat * s2)
 
 
-# -- LSTM gates, gate-major layout: z (4 units, n), states (units, n) --------------------------------
-@parallel
-def lstm_gates(z, c_prev, h, c, tc, act, ract):
-    u, n = c_prev.shape
-    for j in prange(u):
-        for i in range(n):
-            gi = _act(z[j, i], ract)
-            gf = _act(z[u + j, i], ract)
-            gg = _act(z[2 * u + j, i], act)
-            go = _act(z[3 * u + j, i], ract)
-            z[j, i], z[u + j, i], z[2 * u + j, i], z[3 * u + j, i] = gi, gf, gg, go
-            cc = gf * c_prev[j, i] + gi * gg
-            t = _act(cc, act)
-            c[j, i] = cc
-            tc[j, i] = t
-            h[j, i] = go * t
-
-
-@parallel
-def lstm_gates_grad(gates, c_prev, tc, dh, dc, act, ract, dz, dc_prev):
-    u, n = c_prev.shape
-    for j in prange(u):
-        for i in range(n):
-            gi, gf = gates[j, i], gates[u + j, i]
-            gg, go = gates[2 * u + j, i], gates[3 * u + j, i]
-            t = tc[j, i]
-            d = dc[j, i] + dh[j, i] * go * _dact(t, act)
-            dz[j, i] = d * gg * _dact(gi, ract)
-            dz[u + j, i] = d * c_prev[j, i] * _dact(gf, ract)
-            dz[2 * u + j, i] = d * gi * _dact(gg, act)
-            dz[3 * u + j, i] = dh[j, i] * t * _dact(go, ract)
-            dc_prev[j, i] = d * gf
-
-
-# -- max pooling and im2col, 2-D channels-last -----------------------------------------------------
+# -- max pooling (2-D, channels last), argmax as a flat index within the sample --------------------
 @parallel
 def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax):
     n, hh, ww, ch = x.shape

@@ -36,30 +36,6 @@ class NumpyBackend(base.Backend):
             buf = self._buffers[key] = np.empty(max(size, 1), dtype)
         return buf[:size].reshape(shape)
 
-    def _adam_numpy(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
-                    weight_decay=0.0, v_hats=None):
-        alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
-        for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
-            tmp = self.scratch(w.shape, w.dtype)
-            if weight_decay:
-                np.multiply(w, weight_decay * lr, out=tmp)
-                w -= tmp
-            np.subtract(g, m, out=tmp)                  # m += (1 - b1) * (g - m)
-            tmp *= 1.0 - beta_1
-            m += tmp
-            np.multiply(g, g, out=tmp)                  # v += (1 - b2) * (g^2 - v)
-            tmp -= v
-            tmp *= 1.0 - beta_2
-            v += tmp
-            if v_hats is not None:
-                np.maximum(v_hats[i], v, out=v_hats[i])
-                v = v_hats[i]
-            np.sqrt(v, out=tmp)                         # w -= alpha * m / (sqrt(v) + eps)
-            tmp += epsilon
-            np.divide(m, tmp, out=tmp)
-            tmp *= alpha
-            w -= tmp
-
     def _sgd_numpy(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
                    weight_decay=0.0):
         for i, (w, g) in enumerate(zip(params, grads)):
@@ -134,24 +110,29 @@ class NumpyBackend(base.Backend):
 
     def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
                     weight_decay=0.0, v_hats=None):
-        k = _compiled_for(params[0]) if params and v_hats is None else None
-        if k is None:
-            return self._adam_numpy(params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
-                                    weight_decay, v_hats)
+        # In-place NumPy passes over a reused scratch buffer: measured faster here than a
+        # compiled single-threaded loop (1.5 vs 2.2 ms for the MLP's 670k parameters).
         alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
-        decay = float(weight_decay) * lr
         for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
-            if not _flat_ok(w, m, v):
-                self._adam_numpy([w], [g], [m], [v], lr, beta_1, beta_2, epsilon, step,
-                                 weight_decay, None)
-                continue
-            g = np.ascontiguousarray(g, dtype=w.dtype).reshape(-1)
-            args = (w.reshape(-1), g, m.reshape(-1), v.reshape(-1), alpha, beta_1, beta_2,
-                    epsilon, decay)
-            if w.size < _PARALLEL_SIZE:  # threads cost more than they save on small arrays
-                k.adam_range(*args, 0, w.size)
-            else:
-                k.adam(*args, k.chunks(w.size))
+            tmp = self.scratch(w.shape, w.dtype)
+            if weight_decay:
+                np.multiply(w, weight_decay * lr, out=tmp)
+                w -= tmp
+            np.subtract(g, m, out=tmp)                  # m += (1 - b1) * (g - m)
+            tmp *= 1.0 - beta_1
+            m += tmp
+            np.multiply(g, g, out=tmp)                  # v += (1 - b2) * (g^2 - v)
+            tmp -= v
+            tmp *= 1.0 - beta_2
+            v += tmp
+            if v_hats is not None:
+                np.maximum(v_hats[i], v, out=v_hats[i])
+                v = v_hats[i]
+            np.sqrt(v, out=tmp)                         # w -= alpha * m / (sqrt(v) + eps)
+            tmp += epsilon
+            np.divide(m, tmp, out=tmp)
+            tmp *= alpha
+            w -= tmp
 
     def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
                    weight_decay=0.0):
@@ -197,35 +178,6 @@ class NumpyBackend(base.Backend):
                           gx, partial)
         sums = partial.sum(axis=0).astype(gy.dtype)
         return gx, sums[0], sums[1]
-
-    def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
-                   out=None):
-        k = _compiled_for(z)
-        if k is None or activation not in _CODES or recurrent_activation not in _CODES \
-                or c_prev.dtype != z.dtype or not (z.flags.c_contiguous or z.T.flags.c_contiguous):
-            return super().lstm_gates(z, c_prev, activation, recurrent_activation, out)
-        major = _GateMajor(z)  # the kernel works on (rows, n) views of the caller's layout
-        zt = major.view(z)
-        outs = out if out is not None and all(major.fits(o) for o in out) else \
-            tuple(major.empty(c_prev.shape, z.dtype) for _ in range(3))
-        k.lstm_gates(zt, major.copy(c_prev), *(major.view(o) for o in outs),
-                     _CODES[activation], _CODES[recurrent_activation])
-        return _into_all(out, outs)
-
-    def lstm_gates_grad(self, gates, c_prev, tc, dh, dc, activation="tanh",
-                        recurrent_activation="sigmoid", out=None):
-        k = _compiled_for(gates)
-        if k is None or activation not in _CODES or recurrent_activation not in _CODES \
-                or not (gates.flags.c_contiguous or gates.T.flags.c_contiguous):
-            return super().lstm_gates_grad(gates, c_prev, tc, dh, dc, activation,
-                                           recurrent_activation, out)
-        major = _GateMajor(gates)
-        outs = out if out is not None and all(major.fits(o) for o in out) else \
-            (major.empty(gates.shape, gates.dtype), major.empty(c_prev.shape, gates.dtype))
-        k.lstm_gates_grad(major.view(gates), *(major.copy(a) for a in (c_prev, tc, dh, dc)),
-                          _CODES[activation], _CODES[recurrent_activation],
-                          *(major.view(o) for o in outs))
-        return _into_all(out, outs)
 
     def max_pool(self, x, pool_size, strides, padding):
         k = _compiled_for(x)
@@ -318,30 +270,3 @@ def _into(out, result):
         return result
     out[...] = result
     return out
-
-
-def _into_all(out, results):
-    if out is None:
-        return tuple(results)
-    return tuple(_into(o, r) for o, r in zip(out, results))
-
-
-class _GateMajor:
-    """The recurrent kernels loop over ``(rows, n)`` arrays; a caller's ``(n, rows)`` arrays are
-    passed as their transposes. Gate-major callers (``z.T`` C-contiguous) give C-contiguous
-    views, row-major ones F-contiguous views: one compiled specialization each."""
-
-    def __init__(self, z):
-        self.gate_major = z.T.flags.c_contiguous
-
-    def view(self, a):
-        return a.T
-
-    def fits(self, a):
-        return (a.T if self.gate_major else a).flags.c_contiguous
-
-    def empty(self, shape, dtype):
-        return np.empty(shape[::-1], dtype).T if self.gate_major else np.empty(shape, dtype)
-
-    def copy(self, a):
-        return np.ascontiguousarray(a.T) if self.gate_major else np.ascontiguousarray(a).T
