@@ -32,6 +32,7 @@ from kerasrs import preprocessing  # noqa: F401,E402
 from kerasrs import random  # noqa: F401,E402
 from kerasrs import tree  # noqa: F401,E402
 from kerasrs.api_objects import Function, Operation, device  # noqa: F401,E402
+from kerasrs.dtype_policies import DTypePolicy, FloatDTypePolicy  # noqa: F401,E402
 from kerasrs.initializers import Initializer  # noqa: F401,E402
 from kerasrs.layers import InputSpec, KerasTensor, Layer  # noqa: F401,E402
 from kerasrs.layers.naming import name_scope  # noqa: F401,E402

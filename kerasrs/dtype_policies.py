@@ -87,6 +87,7 @@ class DTypePolicy:
 
 
 Policy = DTypePolicy  # the Keras 2 name, kept by keras.mixed_precision
+FloatDTypePolicy = DTypePolicy  # Keras 3's name for a float policy (the only kind here)
 
 
 def get(identifier):

@@ -9,7 +9,8 @@ made. Typical use, launched with ``mpiexec -n 4 python -m mpi4py train.py``::
 
 from kerasrs.distribution.data_parallel import DataParallel
 
-__all__ = ["DataParallel", "distribution", "initialize", "list_devices", "set_distribution"]
+__all__ = ["DataParallel", "distribution", "get_device_count", "initialize", "list_devices",
+           "set_distribution"]
 
 _current = [None]
 
@@ -71,6 +72,11 @@ def list_devices(device_type=None):
     except ImportError:
         size = 1
     return [f"{kind}:{i}" for i in range(size)]
+
+
+def get_device_count(device_type=None):
+    """How many devices `list_devices` names (the processes of the MPI job; 1 without mpi4py)."""
+    return len(list_devices(device_type))
 
 
 def for_fit():
