@@ -269,3 +269,18 @@ def test_ops_on_cupy_match_numpy(cupy_backend):
     np.testing.assert_allclose(y.numpy(), z.numpy(), rtol=1e-10)
     np.testing.assert_allclose(ga.numpy(), wa.numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(gb.numpy(), wb.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_numpy_scratch_buffers_are_per_thread():
+    """Two threads training at once (two models) must not share the optimizer's scratch."""
+    import threading
+
+    be = kerasrs.backend.get("numpy")
+    here = be.scratch((4,), "float32", "probe")
+    assert be.scratch((4,), "float32", "probe") is not None
+    assert np.shares_memory(here, be.scratch((4,), "float32", "probe"))  # reused in a thread
+    other = []
+    t = threading.Thread(target=lambda: other.append(be.scratch((4,), "float32", "probe")))
+    t.start()
+    t.join()
+    assert not np.shares_memory(here, other[0])

@@ -3,6 +3,7 @@ class overrides the named kernels that are on training's hot path with versions 
 nothing per call (reused scratch buffers, ``out=`` everywhere)."""
 
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -17,7 +18,7 @@ class NumpyBackend(base.Backend):
 
     def __init__(self):
         super().__init__()
-        self._buffers = {}
+        self._local = threading.local()  # scratch buffers per thread: threads may train at once
 
     def to_numpy(self, x):
         return np.asarray(x)
@@ -28,12 +29,14 @@ class NumpyBackend(base.Backend):
     def scratch(self, shape, dtype, slot=0):
         """A reusable uninitialized array of ``shape`` and ``dtype``: one flat buffer per
         ``(dtype, slot)``, grown to the largest request and viewed in the asked shape. The
-        contents are overwritten by the next request for the same slot."""
+        contents are overwritten by the next request for the same slot in the same thread.
+        Reusing memory on hot paths saves faulting in fresh pages every step."""
         size = math.prod(shape)
         key = (np.dtype(dtype).str, slot)
-        buf = self._buffers.get(key)
+        buffers = self._local.__dict__.setdefault("buffers", {})
+        buf = buffers.get(key)
         if buf is None or buf.size < size:
-            buf = self._buffers[key] = np.empty(max(size, 1), dtype)
+            buf = buffers[key] = np.empty(max(size, 1), dtype)
         return buf[:size].reshape(shape)
 
     def _sgd_numpy(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
