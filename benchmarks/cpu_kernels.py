@@ -1,0 +1,67 @@
+"""Each compiled CPU kernel of `NumpyBackend` against its NumPy reference twin, on the sizes the
+benchmark models use (ms per call, best of a few; one process, the threads OMP_NUM_THREADS allows).
+
+A kernel earns its place only if it beats its twin here and inside a training step
+(`benchmarks/compare.py`); Adam and the LSTM gate step lost, so they run the NumPy passes.
+
+    python benchmarks/cpu_kernels.py
+"""
+
+import time
+
+import numpy as np
+
+from kerasrs.backend import base, numpy_backend
+
+
+def best_ms(fn, repeats=20):
+    fn()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - start) / repeats * 1e3
+
+
+def cases(nb, ref):
+    rng = np.random.default_rng(0)
+    f32, pad = np.float32, ((0, 0), (0, 0))
+    x = rng.normal(size=(128, 512)).astype(f32)
+    bias, y = rng.normal(size=512).astype(f32), np.maximum(x, 0)
+    maps = rng.normal(size=(128, 26, 26, 32)).astype(f32)
+    relu_maps = np.maximum(maps, 0)
+    cols = nb.im2col(maps, (3, 3), (1, 1), (1, 1), pad)
+    pool_in = rng.normal(size=(128, 24, 24, 64)).astype(f32)
+    pooled, argmax = nb.max_pool(pool_in, (2, 2), (2, 2), pad)
+    rows = rng.normal(size=(128 * 28, 64)).astype(f32)
+    gamma, beta = np.ones(64, f32), np.zeros(64, f32)
+    _, mean, rstd = nb.layer_norm(rows, gamma, beta, 1e-3)
+    yield ("bias_act relu (128, 512)", lambda: nb.bias_act(x, bias, "relu"),
+           lambda: ref.bias_act(nb, x, bias, "relu"))
+    yield ("bias_act_grad relu (128, 512)", lambda: nb.bias_act_grad(y, x, "relu"),
+           lambda: ref.bias_act_grad(nb, y, x, "relu"))
+    yield ("relu_grad (128, 26, 26, 32)", lambda: nb.relu_grad(relu_maps, maps),
+           lambda: ref.relu_grad(nb, relu_maps, maps))
+    yield ("im2col 3x3 (128, 26, 26, 32)", lambda: nb.im2col(maps, (3, 3), (1, 1), (1, 1), pad),
+           lambda: ref.im2col(nb, maps, (3, 3), (1, 1), (1, 1), pad))
+    yield ("col2im 3x3 (128, 26, 26, 32)",
+           lambda: nb.col2im(cols, maps.shape, (3, 3), (1, 1), (1, 1), pad),
+           lambda: ref.col2im(nb, cols, maps.shape, (3, 3), (1, 1), (1, 1), pad))
+    yield ("max_pool 2x2 (128, 24, 24, 64)", lambda: nb.max_pool(pool_in, (2, 2), (2, 2), pad),
+           lambda: ref.max_pool(nb, pool_in, (2, 2), (2, 2), pad))
+    yield ("max_pool_grad", lambda: nb.max_pool_grad(pooled, argmax, pool_in.shape),
+           lambda: ref.max_pool_grad(nb, pooled, argmax, pool_in.shape))
+    yield ("layer_norm (3584, 64)", lambda: nb.layer_norm(rows, gamma, beta, 1e-3),
+           lambda: ref.layer_norm(nb, rows, gamma, beta, 1e-3))
+    yield ("layer_norm_grad (3584, 64)", lambda: nb.layer_norm_grad(rows, rows, gamma, mean, rstd),
+           lambda: ref.layer_norm_grad(nb, rows, rows, gamma, mean, rstd))
+
+
+def main():
+    nb = numpy_backend.NumpyBackend()
+    print(f"{'kernel':34s} {'compiled':>10s} {'twin':>10s}  ms per call")
+    for name, compiled, twin in cases(nb, base.Backend):
+        print(f"{name:34s} {best_ms(compiled):10.3f} {best_ms(twin):10.3f}")
+
+
+if __name__ == "__main__":
+    main()
