@@ -200,7 +200,8 @@ def swapaxes(x, axis1, axis2):
     """``x`` with two axes exchanged."""
     x = _t(x)
     perm = list(range(x.ndim))
-    a, b = _ax(axis1, x.ndim), _ax(axis2, x.ndim)
+    a = layout._axis("swapaxes", axis1, x.ndim, x.shape)
+    b = layout._axis("swapaxes", axis2, x.ndim, x.shape)
     perm[a], perm[b] = perm[b], perm[a]
     return layout.transpose(x, perm)
 
@@ -717,8 +718,15 @@ def argpartition(x, kth, axis=-1):
 
 def top_k(x, k, sorted=True):  # noqa: A002
     """``(values, indices)`` of the ``k`` largest entries along the last axis; values carry the
-    gradient."""
+    gradient.
+
+    Raises:
+        ValueError: if ``k`` is not an int in ``[0, x.shape[-1]]``.
+    """
     x = _t(x)
+    if x.ndim == 0 or not isinstance(k, (int, np.integer)) or not 0 <= k <= x.shape[-1]:
+        raise ValueError(f"top_k: k must be an int in [0, {x.shape[-1] if x.ndim else 0}] (the size "
+                         f"of the last axis). Received: k={k!r}, shape {x.shape}")
     order = np.argsort(-x.numpy(), axis=-1, kind="stable")[..., :k]
     idx = constant(x.backend.asarray(order), x.backend)
     return layout.take_along_axis(x, order, axis=-1), idx

@@ -216,3 +216,14 @@ def test_plain_ops_match_numpy():
     assert set(part[:2]) == {1, 3}
     assert ops.dtype(np.float32(1)) == "float32" and ops.is_tensor(ops.ones(1)) \
         and not ops.is_tensor(1.0)
+
+
+def test_swapaxes_and_top_k_reject_bad_arguments_by_name():
+    with pytest.raises(ValueError, match=r"swapaxes: axis 3 is out of range.*rank 2"):
+        ops.swapaxes(np.ones((2, 3)), 0, 3)
+    with pytest.raises(ValueError, match=r"top_k: k must be an int in \[0, 3\].*k=5"):
+        ops.top_k(np.ones(3), k=5)
+    with pytest.raises(ValueError, match="top_k"):
+        ops.top_k(np.ones(3), k=-1)
+    values, _ = ops.top_k(np.array([1.0, 3.0, 2.0]), k=3)
+    np.testing.assert_array_equal(ops.convert_to_numpy(values), [3.0, 2.0, 1.0])
