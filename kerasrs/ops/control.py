@@ -136,6 +136,9 @@ def scatter_update(inputs, indices, updates):
 def _segments(data, segment_ids, num_segments):
     d = convert_to_tensor(data)
     ids = np.asarray(convert_to_tensor(segment_ids).numpy(), dtype="int64")
+    if d.ndim == 0 or ids.shape != (d.shape[0],):
+        raise ValueError("segment ops: `segment_ids` must be 1-D with one id per row of `data`. "
+                         f"Received: data shape {tuple(d.shape)}, segment_ids shape {ids.shape}")
     n = int(ids.max()) + 1 if num_segments is None else int(num_segments)
     return d, ids, n
 

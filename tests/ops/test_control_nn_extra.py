@@ -1,6 +1,7 @@
 """Forward and float64 gradient checks for kerasrs/ops/control.py and kerasrs/ops/nn_extra.py."""
 
 import numpy as np
+import pytest
 
 from kerasrs import ops
 from kerasrs.ops import nn
@@ -81,3 +82,9 @@ def test_nn_extra():
     check_gradients(lambda u: nn.batch_normalization(u, 0.1, 2.0, -1), [X])
     check_gradients(lambda u: nn.layer_normalization(u), [X])
     check_gradients(lambda u: nn.moments(u, [0])[1], [X])
+
+
+@pytest.mark.parametrize("op", [ops.segment_sum, ops.segment_max])
+def test_segment_ops_reject_ids_of_the_wrong_length(op):
+    with pytest.raises(ValueError, match=r"segment_ids.*data shape \(3,\), segment_ids shape \(2,\)"):
+        op(np.ones(3), np.array([0, 1]), num_segments=2)
