@@ -22,8 +22,12 @@ def _float(x):
     return math.cast(x, "float32") if x.dtype.kind in "iub" else x
 
 
-def _ax(axis, ndim):
-    return axis + ndim if axis < 0 else axis
+def _ax(axis, ndim, op="ops"):
+    """``axis`` in ``[0, ndim)``, or a ValueError naming ``op`` (IndexError or a silent wrong
+    answer otherwise)."""
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{op}: axis {axis} is out of range for a tensor of rank {ndim}.")
+    return int(axis) % ndim
 
 
 def _plain(x, fn):
@@ -142,7 +146,7 @@ def flip(x, axis=None):
     axes = range(x.ndim) if axis is None else [axis] if isinstance(axis, int) else axis
     key = [slice(None)] * x.ndim
     for a in axes:
-        key[_ax(a, x.ndim)] = slice(None, None, -1)
+        key[_ax(a, x.ndim, "flip")] = slice(None, None, -1)
     return getitem(x, tuple(key))
 
 
@@ -175,7 +179,7 @@ def roll(x, shift, axis=None):
     x = _t(x)
     if axis is None:
         return layout.reshape(roll(layout.reshape(x, (-1,)), shift, 0), x.shape)
-    ax = _ax(axis, x.ndim)
+    ax = _ax(axis, x.ndim, "roll")
     n = x.shape[ax]
     idx = (np.arange(n) - shift) % n if n else np.arange(0)
     return layout.take(x, idx, axis=ax)
@@ -188,8 +192,8 @@ def moveaxis(x, source, destination):
 
 
 def _moved(ndim, source, destination):
-    src = [_ax(s, ndim) for s in np.atleast_1d(source)]
-    dst = [_ax(d, ndim) for d in np.atleast_1d(destination)]
+    src = [_ax(s, ndim, "moveaxis") for s in np.atleast_1d(source)]
+    dst = [_ax(d, ndim, "moveaxis") for d in np.atleast_1d(destination)]
     order = [a for a in range(ndim) if a not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)

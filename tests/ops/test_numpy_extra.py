@@ -227,3 +227,13 @@ def test_swapaxes_and_top_k_reject_bad_arguments_by_name():
         ops.top_k(np.ones(3), k=-1)
     values, _ = ops.top_k(np.array([1.0, 3.0, 2.0]), k=3)
     np.testing.assert_array_equal(ops.convert_to_numpy(values), [3.0, 2.0, 1.0])
+
+
+@pytest.mark.parametrize("op, call", [
+    ("flip", lambda x: ops.flip(x, 2)),
+    ("roll", lambda x: ops.roll(x, 1, axis=3)),
+    ("moveaxis", lambda x: ops.moveaxis(x, 0, 5)),
+])
+def test_axis_out_of_range_is_a_value_error_naming_the_op(op, call):
+    with pytest.raises(ValueError, match=rf"{op}: axis \d is out of range for a tensor of rank 2"):
+        call(np.ones((2, 3)))
