@@ -1,7 +1,6 @@
-"""Helpers shared by the benchmarks: thread pinning, data, interleaved timing."""
+"""Helpers shared by the benchmarks: thread pinning, data, a kerasrs epoch runner."""
 
 import os
-import time
 
 # Both frameworks on 2 threads, set before NumPy/torch load their BLAS.
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -35,17 +34,6 @@ def fashion_mnist(n=None, flat=True):
     return (x.reshape(len(x), -1) if flat else x), y[:n].astype("int64")
 
 
-def interleave(runs, rounds=3):
-    """Run each ``name -> fn()`` (which returns samples processed) in turn; best samples/s each."""
-    best = {name: 0.0 for name in runs}
-    for _ in range(rounds):
-        for name, fn in runs.items():
-            start = time.perf_counter()
-            samples = fn()
-            best[name] = max(best[name], samples / (time.perf_counter() - start))
-    return best
-
-
 def kerasrs_epoch(model, x, y, batch):
     """A runner: one epoch of ``model.fit`` (no shuffle, silent); returns the samples seen."""
 
@@ -54,32 +42,3 @@ def kerasrs_epoch(model, x, y, batch):
         return len(x)
 
     return run
-
-
-def torch_epoch(torch, model, x, y, batch):
-    """A runner: one epoch of the usual PyTorch loop (Adam 1e-3, cross-entropy on logits)."""
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    model.train()
-    xt, yt = torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y)
-
-    def run():
-        for i in range(0, len(xt), batch):
-            opt.zero_grad()
-            loss = loss_fn(model(xt[i:i + batch]), yt[i:i + batch])
-            loss.backward()
-            opt.step()
-        return len(xt)
-
-    return run
-
-
-def report(best, target):
-    """Print samples/s per framework and the kerasrs / PyTorch ratio against ``target``."""
-    for name, rate in best.items():
-        print(f"{name:8s} {rate:10.0f} samples/s")
-    if len(best) == 2:
-        print(f"ratio kerasrs/pytorch: {best['kerasrs'] / best['pytorch']:.2f} "
-              f"(target >= {target})")
-    elif "pytorch" not in best:
-        print("PyTorch not installed: no ratio (install torch into this venv to compare)")

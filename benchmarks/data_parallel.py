@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 # name: (processes, mode, BLAS threads per process)
 SETUPS = {"1 process": (1, "none", 1), "1 process, 2 threads": (1, "none", 2),
@@ -45,9 +46,9 @@ def worker(args):
     run = common.kerasrs_epoch(model, x, y, args.batch_size)
     run()  # warm-up: buffers, optimizer slots
     comm_before = dist.comm_seconds if dist else 0.0
-    start = common.time.perf_counter()
+    start = time.perf_counter()
     samples = run()
-    seconds = common.time.perf_counter() - start
+    seconds = time.perf_counter() - start
     comm = (dist.comm_seconds if dist else 0.0) - comm_before
     transfer = _allreduce_seconds(dist) * -(-samples // args.batch_size) if dist else 0.0
     if dist is None or dist.is_chief:
