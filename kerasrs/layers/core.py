@@ -141,6 +141,13 @@ def dropout_mask(layer, shape, rate, dtype, be):
     return be.dropout_mask(tuple(shape), rate, key, offset, dtype)
 
 
+def resolve_noise_shape(noise_shape, shape):
+    """The mask shape: ``shape`` where ``noise_shape`` is None or has None entries."""
+    if noise_shape is None:
+        return tuple(shape)
+    return tuple(n if s is None else s for s, n in zip(noise_shape, shape))
+
+
 class Dropout(Layer):
     """Inverted dropout: in training, zeroes each element with probability ``rate`` and scales
     the rest by ``1 / (1 - rate)``; at inference it is the identity (Srivastava et al., 2014).
@@ -170,8 +177,7 @@ class Dropout(Layer):
         if not training or self.rate == 0:
             return inputs
         be = inputs.backend
-        shape = inputs.shape if self.noise_shape is None else tuple(
-            n if s is None else s for s, n in zip(self.noise_shape, inputs.shape))
+        shape = resolve_noise_shape(self.noise_shape, inputs.shape)
         dtype = inputs.dtype if backend_module.is_float_dtype(inputs.dtype) else np.float32
         mask = dropout_mask(self, shape, self.rate, dtype, be)
         return ops.multiply(inputs, constant(mask, be))

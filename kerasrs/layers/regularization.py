@@ -7,7 +7,7 @@ import numpy as np
 from kerasrs import ops
 from kerasrs.backend import settings
 from kerasrs.layers.base import Layer
-from kerasrs.layers.core import Dropout
+from kerasrs.layers.core import Dropout, resolve_noise_shape
 from kerasrs.ops.core import constant
 
 
@@ -84,8 +84,7 @@ class AlphaDropout(_Noise):
         if not training or self.rate == 0:
             return inputs
         be = inputs.backend
-        shape = inputs.shape if self.noise_shape is None else tuple(
-            n if s is None else s for s, n in zip(self.noise_shape, inputs.shape))
+        shape = resolve_noise_shape(self.noise_shape, inputs.shape)
         alpha_p = -1.6732632423543772 * 1.0507009873554805
         keep = (self._rng(be).random(shape) >= self.rate).astype(inputs.dtype)
         a = ((1 - self.rate) * (1 + self.rate * alpha_p ** 2)) ** -0.5
