@@ -6,32 +6,32 @@ numba writes it to ``__pycache__`` beside this file, or, where that is read-only
 site-packages), to the user's cache directory, so a second process loads it instead of
 compiling. No environment variable or numba setting is changed.
 
-The kernels run on the calling thread (``parallel = njit`` without ``parallel=True``; the loops
-are written with ``prange`` and blocks so that turning it back on is one line). Measured on the
-2-core project machine under load: with numba's default OpenMP threading layer the MLP trained
-at 0.27-0.61x of plain NumPy, because idle OpenMP threads spin between kernels and take the
-cores from OpenBLAS's GEMM threads; single-threaded fused kernels trained at 1.03-1.66x. Using
-both cores without that contention needs threads that block when idle (e.g. a small pool of
-our own over ``nogil`` kernels), which is future work.
+Every kernel releases the GIL and takes the half-open range ``start, stop`` of the rows (or
+elements) it works on as its last two arguments; `kerasrs.backend.cpu_threads.split` runs the
+parts on both cores with threads that sleep when idle (numba's own ``parallel=True`` threads
+spin between kernels and took the cores from OpenBLAS's GEMM threads). Kernels that reduce
+over rows write one partial result per part, summed by the caller.
 
-Every kernel has a reference twin in `kerasrs.backend.base.Backend`; tests compare them. Where a
-twin measured faster (Adam's in-place passes; the LSTM gate step, 5x), there is no kernel here.
-Activation codes: 0 linear, 1 relu, 2 sigmoid, 3 tanh.
+``error_model="numpy"``: a division by zero gives inf/nan as in NumPy instead of raising,
+which is also what lets LLVM vectorize loops that divide (Adam ran 3x faster with it).
+
+Every kernel has a reference twin in `kerasrs.backend.base.Backend`; tests compare them. The
+LSTM gate step has no kernel: without a vector ``exp`` (numba has one only with Intel's SVML)
+NumPy's SIMD ``exp`` and ``tanh`` measured faster. Activation codes: 0 linear, 1 relu,
+2 sigmoid, 3 tanh.
 """
 
 import math
 
 import numba
 import numpy as np
-from numba import prange
 
 ACTIVATION_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 
-parallel = numba.njit(cache=True, nogil=True)  # see the module docstring: no numba threads
-serial = numba.njit(cache=True, nogil=True)
+kernel = numba.njit(cache=True, nogil=True, error_model="numpy")
 
 
-@serial
+@kernel
 def _act(x, code):
     if code == 1:
         return x if x > 0 else x * 0
@@ -45,7 +45,7 @@ def _act(x, code):
     return x
 
 
-@serial
+@kernel
 def _dact(y, code):
     """The activation's derivative from its output ``y``."""
     if code == 1:
@@ -57,50 +57,80 @@ def _dact(y, code):
     return 1
 
 
-def chunks(n):
-    """How many row blocks a reduction is split into (one per thread, at most one per row)."""
-    return max(1, min(numba.get_num_threads(), n))
-
-
 # -- bias + activation ------------------------------------------------------------------------------
-@parallel
-def bias_act(x, bias, code, out):
-    n, c = x.shape
-    for i in prange(n):
+@kernel
+def bias_act(x, bias, code, out, start, stop):
+    """``out[i] = act(x[i] + bias)`` for rows ``start:stop``."""
+    c = x.shape[1]
+    for i in range(start, stop):
         for j in range(c):
             out[i, j] = _act(x[i, j] + bias[j], code)
 
 
-@parallel
-def bias_act_grad(y, gy, code, out, partial):
-    """``out = gy * act'(y)``; ``partial[k]`` the column sums of ``out`` over row block k."""
-    n, c = y.shape
-    blocks = partial.shape[0]
-    for k in prange(blocks):
-        acc = partial[k]
-        for i in range(k * n // blocks, (k + 1) * n // blocks):
-            for j in range(c):
-                g = gy[i, j] * _dact(y[i, j], code)
-                out[i, j] = g
-                acc[j] += g
+@kernel
+def bias_act_grad(y, gy, code, out, acc, start, stop):
+    """``out = gy * act'(y)`` for rows ``start:stop``; ``acc`` += their column sums."""
+    c = y.shape[1]
+    for i in range(start, stop):
+        for j in range(c):
+            g = gy[i, j] * _dact(y[i, j], code)
+            out[i, j] = g
+            acc[j] += g
 
 
-@parallel
-def relu_grad(y, gy, out):
-    for i in prange(y.size):
+@kernel
+def relu_grad(y, gy, out, start, stop):
+    y, gy, out = y[start:stop], gy[start:stop], out[start:stop]
+    for i in range(out.size):
         out[i] = gy[i] if y[i] > 0 else gy[i] * 0
 
 
-@parallel
-def relu(x, out):
-    for i in prange(x.size):
+@kernel
+def relu(x, out, start, stop):
+    x, out = x[start:stop], out[start:stop]
+    for i in range(out.size):
         out[i] = x[i] if x[i] > 0 else x[i] * 0
 
 
-# -- optimizers -------------------------------------------------------------------------------------
-@serial
-def sgd_range(w, g, v, lr, momentum, nesterov, decay, start, stop):
-    for i in range(start, stop):
+# -- optimizers (flat arrays; scalars passed in the arrays' dtype) ----------------------------------
+# Flat kernels slice their range first and loop from 0: a loop from a runtime ``start`` was not
+# vectorized (Adam 0.71 vs 0.22 ms for 401k elements).
+@kernel
+def adam(w, g, m, v, alpha, c1, c2, epsilon, decay, start, stop):
+    """Adam/AdamW on elements ``start:stop`` (`Backend.adam_update`'s rule); ``c1 = 1 - beta_1``,
+    ``c2 = 1 - beta_2``, ``decay = weight_decay * lr``."""
+    w, g, m, v = w[start:stop], g[start:stop], m[start:stop], v[start:stop]
+    for i in range(w.size):
+        gi = g[i]
+        wi = w[i] - w[i] * decay
+        mi = m[i] + c1 * (gi - m[i])
+        vi = v[i] + c2 * (gi * gi - v[i])
+        m[i] = mi
+        v[i] = vi
+        w[i] = wi - alpha * mi / (np.sqrt(vi) + epsilon)
+
+
+@kernel
+def adam_amsgrad(w, g, m, v, v_hat, alpha, c1, c2, epsilon, decay, start, stop):
+    """`adam` with the running maximum ``v_hat`` of ``v`` in the denominator (AMSGrad)."""
+    w, g, m, v, v_hat = w[start:stop], g[start:stop], m[start:stop], v[start:stop], \
+        v_hat[start:stop]
+    for i in range(w.size):
+        gi = g[i]
+        wi = w[i] - w[i] * decay
+        mi = m[i] + c1 * (gi - m[i])
+        vi = v[i] + c2 * (gi * gi - v[i])
+        m[i] = mi
+        v[i] = vi
+        vi = max(v_hat[i], vi)
+        v_hat[i] = vi
+        w[i] = wi - alpha * mi / (np.sqrt(vi) + epsilon)
+
+
+@kernel
+def sgd(w, g, v, lr, momentum, nesterov, decay, start, stop):
+    w, g, v = w[start:stop], g[start:stop], v[start:stop]
+    for i in range(w.size):
         wi = w[i] - w[i] * decay
         step = lr * g[i]
         if momentum == 0:
@@ -111,19 +141,11 @@ def sgd_range(w, g, v, lr, momentum, nesterov, decay, start, stop):
             w[i] = wi + (momentum * vi - step if nesterov else vi)
 
 
-@parallel
-def sgd(w, g, v, lr, momentum, nesterov, decay, blocks):
-    n = w.size
-    for k in prange(blocks):
-        sgd_range(w, g, v, lr, momentum, nesterov, decay, k * n // blocks,
-                  (k + 1) * n // blocks)
-
-
 # -- layer normalization ----------------------------------------------------------------------------
-@parallel
-def layer_norm(x, gamma, beta, epsilon, y, mean, rstd):
-    n, d = x.shape
-    for i in prange(n):
+@kernel
+def layer_norm(x, gamma, beta, epsilon, y, mean, rstd, start, stop):
+    d = x.shape[1]
+    for i in range(start, stop):
         s = 0.0
         for j in range(d):
             s += x[i, j]
@@ -139,37 +161,36 @@ def layer_norm(x, gamma, beta, epsilon, y, mean, rstd):
             y[i, j] = (x[i, j] - mu) * r * gamma[j] + beta[j]
 
 
-@parallel
-def layer_norm_grad(gy, x, gamma, mean, rstd, gx, partial):
-    """``gx``; ``partial[k, 0]``/``partial[k, 1]``: gamma/beta gradients over row block k."""
-    n, d = x.shape
-    blocks = partial.shape[0]
-    for k in prange(blocks):
-        pg, pb = partial[k, 0], partial[k, 1]
-        for i in range(k * n // blocks, (k + 1) * n // blocks):
-            mu, r = mean[i], rstd[i]
-            s1 = 0.0
-            s2 = 0.0
-            for j in range(d):
-                xhat = (x[i, j] - mu) * r
-                g = gy[i, j] * gamma[j]
-                s1 += g
-                s2 += g * xhat
-                pg[j] += gy[i, j] * xhat
-                pb[j] += gy[i, j]
-            s1 /= d
-            s2 /= d
-            for j in range(d):
-                xhat = (x[i, j] - mu) * r
-                gx[i, j] = r * (gy[i, j] * gamma[j] - s1 - xhat * s2)
+@kernel
+def layer_norm_grad(gy, x, gamma, mean, rstd, gx, acc, start, stop):
+    """``gx`` for rows ``start:stop``; ``acc[0]``/``acc[1]`` += their gamma/beta gradients."""
+    d = x.shape[1]
+    pg, pb = acc[0], acc[1]
+    for i in range(start, stop):
+        mu, r = mean[i], rstd[i]
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(d):
+            xhat = (x[i, j] - mu) * r
+            g = gy[i, j] * gamma[j]
+            s1 += g
+            s2 += g * xhat
+            pg[j] += gy[i, j] * xhat
+            pb[j] += gy[i, j]
+        s1 /= d
+        s2 /= d
+        for j in range(d):
+            xhat = (x[i, j] - mu) * r
+            gx[i, j] = r * (gy[i, j] * gamma[j] - s1 - xhat * s2)
 
 
 # -- max pooling (2-D, channels last), argmax as a flat index within the sample --------------------
-@parallel
-def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax):
-    n, hh, ww, ch = x.shape
+@kernel
+def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
+    """Output rows ``start:stop`` of the ``n * oh`` (sample, row) pairs."""
+    _, hh, ww, ch = x.shape
     _, oh, ow, _ = y.shape
-    for b in prange(n * oh):
+    for b in range(start, stop):
         s, r = b // oh, b % oh
         for q in range(ow):
             for k in range(ch):
@@ -191,19 +212,20 @@ def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax):
                 argmax[s, r, q, k] = arg
 
 
-@parallel
-def max_pool_grad(gy, argmax, gx):
-    """``gx`` (n, size) zeroed; each sample's scatter runs on one thread (no write races)."""
-    n = gy.shape[0]
-    for s in prange(n):
+@kernel
+def max_pool_grad(gy, argmax, gx, start, stop):
+    """Zero ``gx (n, size)`` rows ``start:stop``, then scatter-add those samples' ``gy``."""
+    for s in range(start, stop):
+        gx[s, :] = 0
         for i in range(gy.shape[1]):
             gx[s, argmax[s, i]] += gy[s, i]
 
 
-@parallel
-def im2col(x, kh, kw, sh, sw, dh, dw, top, left, oh, ow, cols):
-    n, hh, ww, ch = x.shape
-    for b in prange(n * oh):
+@kernel
+def im2col(x, kh, kw, sh, sw, dh, dw, top, left, oh, ow, cols, start, stop):
+    """Rows of ``cols`` for the (sample, output row) pairs ``start:stop`` of ``n * oh``."""
+    _, hh, ww, ch = x.shape
+    for b in range(start, stop):
         s, r = b // oh, b % oh
         for q in range(ow):
             row_out = (s * oh + r) * ow + q
@@ -220,11 +242,12 @@ def im2col(x, kh, kw, sh, sw, dh, dw, top, left, oh, ow, cols):
                             cols[row_out, base + k] = x[s, row, col, k]
 
 
-@parallel
-def col2im(cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow, gx):
-    """Adds ``cols`` back into ``gx (n, h, w, ch)`` (zeroed); one sample per thread."""
-    n, hh, ww, ch = gx.shape
-    for s in prange(n):
+@kernel
+def col2im(cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow, gx, start, stop):
+    """Zero samples ``start:stop`` of ``gx (n, h, w, ch)`` and add their ``cols`` back in."""
+    _, hh, ww, ch = gx.shape
+    for s in range(start, stop):
+        gx[s] = 0
         for r in range(oh):
             for q in range(ow):
                 row_out = (s * oh + r) * ow + q

@@ -2,26 +2,27 @@
 
 The same bits as the twin ``base.Backend.dropout_mask`` and the CUDA kernel ``dropout_mask`` in
 ``cuda/dropout.cu`` (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011), in
-one parallel pass instead of the twin's ~60 full-size array operations. Imported on first use,
-never by ``import kerasrs``; compiled code is cached on disk as ``cpu_kernels`` does.
+one pass instead of the twin's ~60 full-size array operations, split over the cores by
+`cpu_threads` as ``cpu_kernels`` are. Imported on first use, never by ``import kerasrs``;
+compiled code is cached on disk as ``cpu_kernels`` does.
 """
 
 import numba
 import numpy as np
-from numba import prange
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
 _MASK, _32, _8 = np.uint64(0xFFFFFFFF), np.uint64(32), np.uint64(8)
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def dropout_mask(out, seed_lo, seed_hi, offset_lo, offset_hi, threshold, scale):
-    """Fill the flat float array ``out``: element e is word e % 4 of philox(counter=(e // 4,
-    offset), key=seed); ``scale`` where its top 24 bits are >= ``threshold``, else 0. All
-    integer arguments are np.uint64 holding 32-bit words (threshold: 24 bits)."""
+@numba.njit(cache=True, nogil=True)
+def dropout_mask(out, seed_lo, seed_hi, offset_lo, offset_hi, threshold, scale, start, stop):
+    """Fill the flat float array ``out`` for the blocks of four ``start:stop``: element e is
+    word e % 4 of philox(counter=(e // 4, offset), key=seed); ``scale`` where its top 24 bits
+    are >= ``threshold``, else 0. All integer arguments are np.uint64 holding 32-bit words
+    (threshold: 24 bits)."""
     n = out.size
-    for b in prange((n + 3) // 4):
+    for b in range(start, stop):
         bb = np.uint64(b)
         x0, x1, x2, x3 = bb & _MASK, bb >> _32, offset_lo, offset_hi
         k0, k1 = seed_lo, seed_hi

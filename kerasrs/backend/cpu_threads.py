@@ -1,0 +1,99 @@
+"""Splitting a compiled kernel's index range over the CPU cores.
+
+The kernels in `cpu_kernels` release the GIL (``nogil=True``) and take the half-open range of
+rows or elements they work on as their last two arguments, so the same kernel runs serially or
+in parts. `split` runs the first part on the calling thread and the others on a small pool of
+Python threads that sleep (block on a queue) when idle. numba's own OpenMP/TBB threads spin
+between kernels and took the cores from OpenBLAS's GEMM threads (the MLP trained 2-4x slower);
+threads that sleep do not.
+
+The pool is created on the first split call, never on ``import kerasrs``. Its size is the
+number of CPUs this process may run on, capped by ``OMP_NUM_THREADS`` when that is set (the
+variable BLAS libraries read, so one setting governs both). Nothing process-wide is changed.
+"""
+
+import functools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+# Work (in element copies, ~0.5 ns each) per part below which splitting costs more than it
+# saves: waking a sleeping thread on the other core took 25-90 us on the project machine.
+GRAIN = 1 << 17
+
+_pool = []
+_lock = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
+    os.register_at_fork(after_in_child=_pool.clear)
+
+
+@functools.cache
+def threads():
+    """How many threads a split uses: the CPUs available, at most ``OMP_NUM_THREADS`` (read
+    once, at the first split)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        n = os.cpu_count() or 1
+    try:
+        return max(1, min(n, int(os.environ.get("OMP_NUM_THREADS", n))))
+    except ValueError:  # e.g. "4,2" (nested OpenMP levels): keep the CPU count
+        return n
+
+
+def bounds(n, work_per_item=1, grain=GRAIN):
+    """Split ``range(n)`` into at most `threads()` near-equal ``(start, stop)`` parts, each
+    with at least ``grain`` elements of work (``work_per_item`` elements per index)."""
+    parts = max(1, min(threads(), n * work_per_item // grain, n))
+    return [(n * k // parts, n * (k + 1) // parts) for k in range(parts)]
+
+
+def run(calls):
+    """Run ``[(fn, args), ...]``: the first call on this thread, the others on the pool; return
+    when all are done (re-raising the first error)."""
+    if len(calls) == 1:
+        fn, args = calls[0]
+        fn(*args)
+        return
+    futures = [_executor().submit(fn, *args) for fn, args in calls[1:]]
+    fn, args = calls[0]
+    try:
+        fn(*args)
+    finally:
+        for f in futures:
+            f.result()
+
+
+def split(kernel, n, *args, work_per_item=1, grain=GRAIN):
+    """``kernel(*args, start, stop)`` over ``range(n)``, in parts on `threads()` threads."""
+    run([(kernel, args + part) for part in bounds(n, work_per_item, grain)])
+
+
+def split_many(items, work_per_item=1, grain=GRAIN):
+    """`split` for several kernels at once, ``items = [(kernel, args, n), ...]``: their index
+    ranges laid end to end are cut into `threads()` parts, so a multi-tensor update over many
+    small arrays wakes the other threads once, not once per array."""
+    offsets, total = [], 0
+    for _, _, n in items:
+        offsets.append(total)
+        total += n
+    calls = []
+    for start, stop in bounds(total, work_per_item, grain):
+        segments = [(kernel, args + (max(start - o, 0), min(stop - o, n)))
+                    for (kernel, args, n), o in zip(items, offsets) if o < stop and start < o + n]
+        calls.append((_serially, (segments,)))
+    run(calls)
+
+
+def _serially(segments):
+    for kernel, args in segments:
+        kernel(*args)
+
+
+def _executor():
+    if not _pool:
+        with _lock:
+            if not _pool:
+                _pool.append(ThreadPoolExecutor(max(1, threads() - 1),
+                                                thread_name_prefix="kerasrs-cpu"))
+    return _pool[0]
