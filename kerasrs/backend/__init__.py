@@ -182,6 +182,10 @@ def is_keras_tensor(x):
 def clear_session(free_memory=True):
     """Reset the default-name counters (see ``kerasrs.utils.clear_session``)."""
     _uids.clear()
+    if free_memory:
+        from kerasrs.backend import memory
+
+        memory.clear()
     for hook in _clear_session_hooks:
         hook()
 

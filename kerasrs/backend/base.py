@@ -35,6 +35,11 @@ class Backend:
     def is_array(self, x):
         return isinstance(x, self.array_type)
 
+    def empty(self, shape, dtype="float32"):
+        """An uninitialized C-contiguous array for a hot path's result; the NumPy backend
+        reuses the memory of large ones from step to step (`kerasrs.backend.memory`)."""
+        return self.xp.empty(shape, dtype)
+
     # -- random numbers ------------------------------------------------------------------------
     def seed(self, seed):
         """Re-seed this backend's generator (None: from OS entropy)."""

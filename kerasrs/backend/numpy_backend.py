@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from kerasrs.backend import base, cpu_threads
+from kerasrs.backend import base, cpu_threads, memory
 
 
 class NumpyBackend(base.Backend):
@@ -22,6 +22,9 @@ class NumpyBackend(base.Backend):
 
     def to_numpy(self, x):
         return np.asarray(x)
+
+    def empty(self, shape, dtype="float32"):
+        return memory.empty(shape, dtype)
 
     def seed(self, seed):
         self.rng = np.random.default_rng(seed)
@@ -66,7 +69,7 @@ class NumpyBackend(base.Backend):
         kernel = _philox()
         if kernel is None or dtype.type not in (np.float32, np.float64) or not 0 <= rate < 1:
             return super().dropout_mask(shape, rate, seed, offset, dtype)
-        out = np.empty(tuple(shape), dtype)
+        out = memory.empty(tuple(shape), dtype)
         words = [np.uint64(w) for w in base._split64(seed) + base._split64(offset)]
         cpu_threads.split(kernel.dropout_mask, (out.size + 3) // 4, out.reshape(-1), *words,
                           np.uint64(base.dropout_threshold(rate)), dtype.type(1 / (1 - rate)),
@@ -77,7 +80,7 @@ class NumpyBackend(base.Backend):
         k = _compiled_for(x)
         if k is None or not x.flags.c_contiguous:
             return super().relu(x)
-        y = np.empty_like(x)
+        y = memory.empty(x.shape, x.dtype)
         cpu_threads.split(k.relu, x.size, x.reshape(-1), y.reshape(-1))
         return y
 
@@ -86,7 +89,7 @@ class NumpyBackend(base.Backend):
         if k is None or y.shape != gy.shape or y.dtype != gy.dtype:
             return super().relu_grad(y, gy)
         y, gy = np.ascontiguousarray(y), np.ascontiguousarray(gy)
-        gx = np.empty_like(gy)
+        gx = memory.empty(gy.shape, gy.dtype)
         cpu_threads.split(k.relu_grad, gx.size, y.reshape(-1), gy.reshape(-1), gx.reshape(-1))
         return gx
 
@@ -107,7 +110,8 @@ class NumpyBackend(base.Backend):
         if k is None or gy.ndim != 2 or activation not in _CODES or y.dtype != gy.dtype:
             return super().bias_act_grad(y, gy, activation, need_bias, out)
         y, gy = np.ascontiguousarray(y), np.ascontiguousarray(gy)
-        target = out if out is not None and out.flags.c_contiguous else np.empty_like(gy)
+        target = out if out is not None and out.flags.c_contiguous else \
+            memory.empty(gy.shape, gy.dtype)
         parts = cpu_threads.bounds(gy.shape[0], gy.shape[1])
         partial = np.zeros((len(parts), gy.shape[1]))
         cpu_threads.run([(k.bias_act_grad, (y, gy, _CODES[activation], target, partial[i], *part))
@@ -190,8 +194,8 @@ class NumpyBackend(base.Backend):
         x = np.ascontiguousarray(x)
         outs = base._window_out([n + b + a for n, (b, a) in zip(x.shape[1:3], padding)],
                                 pool_size, strides, (1, 1))
-        y = np.empty((x.shape[0], *outs, x.shape[3]), x.dtype)
-        argmax = np.empty(y.shape, np.int32)
+        y = memory.empty((x.shape[0], *outs, x.shape[3]), x.dtype)
+        argmax = memory.empty(y.shape, np.int32)
         cpu_threads.split(k.max_pool2d, x.shape[0] * outs[0], x, *pool_size, *strides,
                           padding[0][0], padding[1][0], y, argmax,
                           work_per_item=outs[1] * x.shape[3] * pool_size[0] * pool_size[1])
@@ -202,7 +206,7 @@ class NumpyBackend(base.Backend):
         if k is None:
             return super().max_pool_grad(gy, argmax, x_shape)
         n = x_shape[0]
-        gx = np.empty((n, math.prod(x_shape[1:])), gy.dtype)  # zeroed by the kernel
+        gx = memory.empty((n, math.prod(x_shape[1:])), gy.dtype)  # zeroed by the kernel
         cpu_threads.split(k.max_pool_grad, n, np.ascontiguousarray(gy).reshape(n, -1),
                           np.ascontiguousarray(argmax).reshape(n, -1), gx,
                           work_per_item=gx.shape[1])
@@ -216,7 +220,7 @@ class NumpyBackend(base.Backend):
         outs = base._window_out([n + b + a for n, (b, a) in zip(x.shape[1:3], padding)],
                                 window, strides, dilation)
         shape = (x.shape[0] * outs[0] * outs[1], window[0] * window[1] * x.shape[3])
-        target = out if out is not None and out.flags.c_contiguous else np.empty(shape, x.dtype)
+        target = out if out is not None and out.flags.c_contiguous else memory.empty(shape, x.dtype)
         cpu_threads.split(k.im2col, x.shape[0] * outs[0], x, *window, *strides, *dilation,
                           padding[0][0], padding[1][0], *outs, target,
                           work_per_item=outs[1] * shape[1])
@@ -228,7 +232,7 @@ class NumpyBackend(base.Backend):
             return super().col2im(cols, x_shape, window, strides, dilation, padding)
         outs = base._window_out([n + b + a for n, (b, a) in zip(x_shape[1:3], padding)],
                                 window, strides, dilation)
-        gx = np.empty(x_shape, cols.dtype)  # zeroed by the kernel
+        gx = memory.empty(x_shape, cols.dtype)  # zeroed by the kernel
         cpu_threads.split(k.col2im, x_shape[0], np.ascontiguousarray(cols), *window, *strides,
                           *dilation, padding[0][0], padding[1][0], *outs, gx,
                           work_per_item=cols.size // max(x_shape[0], 1))

@@ -266,8 +266,10 @@ class Conv(Function):
                                             tuple(zip(geo.before, geo.after)), out=buf)[None]
         else:
             self.cols = im2col(xp, pad(xp, x, geo), geo, g)
-        if g == 1:
-            y = self.cols[0] @ w.reshape(-1, w.shape[-1])
+        if g == 1:  # the output on reused memory (backend.empty): it is written every step
+            y = self.cols[0] @ w.reshape(-1, w.shape[-1]) if xp is not np else \
+                np.matmul(self.cols[0], w.reshape(-1, w.shape[-1]),
+                          out=self.backend.empty((self.cols.shape[1], w.shape[-1]), w.dtype))
         else:
             y = xp.matmul(self.cols, _kernel_groups(w, g)).transpose(1, 0, 2)
             y = xp.ascontiguousarray(y).reshape(-1, w.shape[-1])
@@ -289,10 +291,17 @@ class Conv(Function):
             gb = gy.sum(axis=0)
         gy = gy.reshape(-1, g, w.shape[-1] // g)
         gx = gw = None
+        x_ndim = len(geo.in_shape)
         if g == 1:
             gy2 = gy[:, 0, :]
             if self.needs_grad[1]:
                 gw = (self.cols[0].T @ gy2).reshape(w.shape)
+            if self.needs_grad[0] and x_ndim == 4:  # 2-D: one GEMM, then the col2im kernel
+                gcols = self.backend.empty(self.cols.shape[1:], gy2.dtype)
+                xp.matmul(gy2, w.reshape(-1, w.shape[-1]).T, out=gcols)
+                gx = self.backend.col2im(gcols, geo.in_shape, geo.window, geo.strides,
+                                         geo.dilation, tuple(zip(geo.before, geo.after)))
+                return self._grads(_from_last(xp, gx, self.channels_first), gw, gb)
             if self.needs_grad[0]:
                 gx = gemm_col2im(xp, gy2, w, geo)
         else:
@@ -305,6 +314,9 @@ class Conv(Function):
                 gx = col2im(xp, gcols, geo, geo.in_shape[-1], g)
         if gx is not None:
             gx = _from_last(xp, unpad(gx, geo), self.channels_first)
+        return self._grads(gx, gw, gb)
+
+    def _grads(self, gx, gw, gb):
         return (gx, gw) if len(self.needs_grad) == 2 else (gx, gw, gb)
 
 

@@ -1,0 +1,75 @@
+"""Large NumPy arrays whose memory is reused from one training step to the next.
+
+Touching freshly allocated memory is slow on the project's CPU (each new page faults in; glibc
+returns large freed blocks to the OS and maps them again next step): a CNN step spent about a
+fifth of its time there. `empty` hands out arrays of at least `MIN_BYTES` on memory kept in a
+free list by size. A block goes back to its list only when no array or view on it is alive:
+the array's base is a small owner object whose ``__del__`` returns the block, and NumPy keeps
+that owner alive for as long as any view exists. So an array that escapes (a layer output the
+user keeps) is as safe as one from ``np.empty``.
+
+At most `MAX_FREE_BYTES` of free blocks are kept (a block freed beyond that is released), and
+`clear` releases them all (`kerasrs.utils.clear_session` calls it). Nothing process-wide is
+changed: malloc's settings stay as they are.
+"""
+
+import math
+
+import numpy as np
+
+MIN_BYTES = 1 << 20  # smaller arrays come cheaply from malloc's heap
+MAX_FREE_BYTES = 1 << 30
+
+_free = {}  # nbytes -> [uint8 blocks]
+_kept = [0]  # bytes in _free (approximate under threads: only a cap)
+
+
+class _Owner:
+    """Owns one pooled block while any array on it is alive."""
+    __slots__ = ("block", "__array_interface__")
+
+    def __init__(self, block, shape, dtype):
+        self.block = block
+        self.__array_interface__ = {"data": (block.ctypes.data, False), "shape": shape,
+                                    "typestr": dtype.str, "version": 3}
+
+    def __del__(self):
+        try:
+            _give(self.block)
+        except Exception:  # interpreter shutdown: module globals may be gone
+            pass
+
+
+def empty(shape, dtype="float32"):
+    """An uninitialized C-contiguous ``np.ndarray`` of ``shape`` and ``dtype``, on pooled
+    memory when it has at least `MIN_BYTES` (else a plain ``np.empty``)."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(s) for s in shape)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < MIN_BYTES or dtype.hasobject:
+        return np.empty(shape, dtype)
+    free = _free.get(nbytes)
+    try:
+        block = free.pop()
+        _kept[0] -= nbytes
+    except (AttributeError, IndexError):  # no list for this size yet, or it is empty
+        block = np.empty(nbytes, np.uint8)
+    return np.asarray(_Owner(block, shape, dtype))
+
+
+def _give(block):
+    if _kept[0] + block.size > MAX_FREE_BYTES:
+        return  # released with the last reference
+    _free.setdefault(block.size, []).append(block)
+    _kept[0] += block.size
+
+
+def clear():
+    """Release every free block (arrays still in use keep theirs until they are collected)."""
+    _free.clear()
+    _kept[0] = 0
+
+
+def kept_bytes():
+    """Bytes held in free blocks now."""
+    return _kept[0]
