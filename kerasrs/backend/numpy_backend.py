@@ -100,9 +100,16 @@ class NumpyBackend(base.Backend):
         x = np.ascontiguousarray(x)
         bias = np.zeros(x.shape[1], x.dtype) if bias is None else \
             np.ascontiguousarray(bias, dtype=x.dtype)
+        work = x.shape[1] * _COST[activation]
+        if out is not None and _same_array(out, x):
+            cpu_threads.split(k.bias_act_inplace, x.shape[0], out, bias, _CODES[activation],
+                              work_per_item=work)
+            return out
+        if out is not None and np.may_share_memory(out, x):
+            x = x.copy()
         target = out if out is not None and out.flags.c_contiguous else np.empty_like(x)
         cpu_threads.split(k.bias_act, x.shape[0], x, bias, _CODES[activation], target,
-                          work_per_item=x.shape[1] * _COST[activation])
+                          work_per_item=work)
         return _into(out, target)
 
     def bias_act_grad(self, y, gy, activation="linear", need_bias=True, out=None):
@@ -277,6 +284,12 @@ def _compiled_for(x):
 def _flat_ok(*arrays):
     """True when every array is C-contiguous with one dtype (so ``reshape(-1)`` is a view)."""
     return all(a.flags.c_contiguous and a.dtype == arrays[0].dtype for a in arrays)
+
+
+def _same_array(a, b):
+    """True when ``a`` and ``b`` are the same C-contiguous memory with one shape and dtype."""
+    return (a.flags.c_contiguous and b.flags.c_contiguous and a.shape == b.shape
+            and a.dtype == b.dtype and a.ctypes.data == b.ctypes.data)
 
 
 def _into(out, result):
