@@ -470,10 +470,11 @@ class GradientTape:
         return False
 
     def _record(self, fn, inputs, out):
-        for x in inputs:
-            if isinstance(x, Tensor) and self._watches(x):
+        tracked = self._tracked
+        for x in inputs:  # (the tracked dict holds its Tensors: no other object has their ids)
+            if id(x) in tracked or isinstance(x, Variable) and self._watches(x):
                 self._records.append((fn, inputs, out))
-                self._tracked[id(out)] = out
+                tracked[id(out)] = out
                 return
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
@@ -512,7 +513,7 @@ class GradientTape:
             g = grads.get(id(s)) if _differentiable(s) else None  # integer sources: None (TF)
             if g is None and unconnected_gradients == "zero":
                 g = s.backend.xp.zeros(s.shape, s.dtype)
-            result.append(None if g is None else Tensor(g, backend=s.backend))
+            result.append(None if g is None else _wrap(g, s.backend))
         if not self.persistent:
             self._used = True
             self.reset()
@@ -526,9 +527,11 @@ class GradientTape:
             and s.trainable)}
         relevant = []
         for rec in self._records:  # forward sweep: which ops depend on a source
-            if any(id(x) in reach for x in rec[1]):
-                reach.add(id(rec[2]))
-                relevant.append(rec)
+            for x in rec[1]:
+                if id(x) in reach:
+                    reach.add(id(rec[2]))
+                    relevant.append(rec)
+                    break
         if output_gradients is None:
             seeds = [None] * len(targets)
         elif isinstance(target_structure, Tensor):  # one target: the seed is one array-like
@@ -552,15 +555,23 @@ class GradientTape:
         ready = self._ready_after(relevant, sources) if self._on_gradient_ready else {}
         for i in range(len(relevant) - 1, -1, -1):
             fn, inputs, out = relevant[i]
-            gy = grads.get(id(out)) if id(out) in keep else grads.pop(id(out), None)
+            key = id(out)
+            gy = grads.get(key) if key in keep else grads.pop(key, None)
             if gy is not None:
-                fn.needs_grad = [isinstance(x, Tensor) and id(x) in reach for x in inputs]
-                if fn.low_dtype is not None:  # forward ran in float32; _accumulate casts back
+                # inputs in `reach` are Tensors: only recorded outputs and sources are there
+                fn.needs_grad = needs = [id(x) in reach for x in inputs]
+                if fn.low_dtype is not None:  # forward ran in float32; cast back below
                     gy = gy.astype(np.float32)
                 gxs = fn.backward(gy)
-                for x, gx, need in zip(inputs, gxs, fn.needs_grad):
-                    if need and gx is not None:
-                        _accumulate(grads, x, sum_to(gx, x.data.shape))
+                for x, gx, need in zip(inputs, gxs, needs):
+                    if need and gx is not None:  # _accumulate, inlined: this runs per op
+                        shape = x.data.shape
+                        if gx.shape != shape:
+                            gx = sum_to(gx, shape)
+                        if gx.dtype != x.data.dtype:
+                            gx = gx.astype(x.data.dtype)
+                        prev = grads.get(id(x))
+                        grads[id(x)] = gx if prev is None else prev + gx
             for s in ready.get(i, ()):
                 if id(s) in grads:
                     self._on_gradient_ready(s, grads[id(s)])
@@ -650,10 +661,24 @@ def _autocast(variable, dtype):
 def _flatten(structure):
     """Leaves of a nested list/tuple/dict, in order (dicts by sorted key, as Keras/tree do)."""
     if isinstance(structure, (list, tuple)):
-        return [leaf for item in structure for leaf in _flatten(item)]
+        for item in structure:
+            if isinstance(item, _NESTED):
+                return [leaf for item in structure for leaf in _flatten(item)]
+        return list(structure)
     if isinstance(structure, dict):
         return [leaf for key in sorted(structure) for leaf in _flatten(structure[key])]
     return [structure]
+
+
+_NESTED = (list, tuple, dict)
+
+
+def _wrap(array, be):
+    """A Tensor on backend array ``array`` of backend ``be``, without `Tensor.__init__`'s
+    conversions."""
+    out = Tensor.__new__(Tensor)
+    out.data, out.backend = array, be
+    return out
 
 
 def _pack(structure, leaves):

@@ -29,6 +29,11 @@ import numpy as np
 ACTIVATION_CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 
 kernel = numba.njit(cache=True, nogil=True, error_model="numpy")
+# For kernels that sum along a row: without permission to reassociate, LLVM keeps a float sum in
+# its written order and leaves the loop scalar (layer_norm 0.47 -> 0.12 ms with it, 3584 x 64).
+# Only reassociation and fused multiply-add are allowed; NaN and inf keep their IEEE meaning.
+reducing_kernel = numba.njit(cache=True, nogil=True, error_model="numpy",
+                             fastmath={"reassoc", "contract"})
 
 
 @kernel
@@ -151,47 +156,49 @@ def sgd(w, g, v, lr, momentum, nesterov, decay, start, stop):
             w[i] = wi + (momentum * vi - step if nesterov else vi)
 
 
-# -- layer normalization ----------------------------------------------------------------------------
-@kernel
+# -- layer normalization (row sums in float64) -----------------------------------------------------
+@reducing_kernel
 def layer_norm(x, gamma, beta, epsilon, y, mean, rstd, start, stop):
     d = x.shape[1]
     for i in range(start, stop):
+        xi, yi = x[i], y[i]
         s = 0.0
         for j in range(d):
-            s += x[i, j]
+            s += xi[j]
         mu = s / d
         q = 0.0
         for j in range(d):
-            t = x[i, j] - mu
+            t = xi[j] - mu
             q += t * t
         r = 1 / math.sqrt(q / d + epsilon)
         mean[i] = mu
         rstd[i] = r
         for j in range(d):
-            y[i, j] = (x[i, j] - mu) * r * gamma[j] + beta[j]
+            yi[j] = (xi[j] - mu) * r * gamma[j] + beta[j]
 
 
-@kernel
+@reducing_kernel
 def layer_norm_grad(gy, x, gamma, mean, rstd, gx, acc, start, stop):
     """``gx`` for rows ``start:stop``; ``acc[0]``/``acc[1]`` += their gamma/beta gradients."""
     d = x.shape[1]
     pg, pb = acc[0], acc[1]
     for i in range(start, stop):
         mu, r = mean[i], rstd[i]
+        xi, gyi, gxi = x[i], gy[i], gx[i]
         s1 = 0.0
         s2 = 0.0
         for j in range(d):
-            xhat = (x[i, j] - mu) * r
-            g = gy[i, j] * gamma[j]
+            xhat = (xi[j] - mu) * r
+            g = gyi[j] * gamma[j]
             s1 += g
             s2 += g * xhat
-            pg[j] += gy[i, j] * xhat
-            pb[j] += gy[i, j]
+            pg[j] += gyi[j] * xhat
+            pb[j] += gyi[j]
         s1 /= d
         s2 /= d
         for j in range(d):
-            xhat = (x[i, j] - mu) * r
-            gx[i, j] = r * (gy[i, j] * gamma[j] - s1 - xhat * s2)
+            xhat = (xi[j] - mu) * r
+            gxi[j] = r * (gyi[j] * gamma[j] - s1 - xhat * s2)
 
 
 # -- max pooling (2-D, channels last), argmax as a flat index within the sample --------------------

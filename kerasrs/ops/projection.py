@@ -45,13 +45,82 @@ class _Projection(Function):
         gb = None
         if self.y is not None:  # g2 = gy * act'(y); the bias gradient comes from the same pass
             g2, gb = self.backend.bias_act_grad(self.y, g2, self.activation, need_bias)
-        elif need_bias:
-            gb = g2.sum(axis=0)
+        elif need_bias:  # column sums as a GEMV: 2-6x NumPy's axis-0 reduction here
+            gb = self.xp.ones(g2.shape[0], g2.dtype) @ g2
         gx = (g2 @ self.w2.T).reshape(self.x_shape) if self.needs_grad[0] else None
         gk = (self.x2.T @ g2).reshape(self.k_shape) if self.needs_grad[1] else None
         if len(self.needs_grad) == 2:
             return gx, gk
         return gx, gk, None if gb is None else gb.reshape(self.k_shape[self.n_in:])
+
+
+class _PackedProjection(_Projection):
+    """`_Projection` with the kernel (and bias) given as ``n`` parts side by side: inputs are
+    ``x, kernel_1..kernel_n[, bias_1..bias_n]``, each kernel ``(d, ...)`` flattened to
+    ``(d, -1)``. The parts are concatenated inside the op (small weight copies), so the tape
+    records one op instead of the reshapes and concatenations; the gradients are split back."""
+
+    def __init__(self, n):
+        super().__init__(1)
+        self.n = n
+
+    def forward(self, x, *params):
+        xp, n, d = self.xp, self.n, x.shape[-1]
+        kernels, biases = params[:n], params[n:]
+        self.k_shapes = [k.shape for k in kernels]
+        self.widths = [k.size // d for k in kernels]
+        kernel = xp.concatenate([k.reshape(d, -1) for k in kernels], axis=1)
+        bias = (xp.concatenate([b.reshape(-1) for b in biases]),) if biases else ()
+        return super().forward(x, kernel, *bias)
+
+    def backward(self, gy):
+        needs, n = self.needs_grad, self.n
+        has_bias = len(needs) > n + 1
+        self.needs_grad = [needs[0], any(needs[1:n + 1])] + ([any(needs[n + 1:])] if has_bias
+                                                             else [])
+        gx, gk, *gb = super().backward(gy)
+        self.needs_grad = needs
+        cuts = np.cumsum(self.widths)[:-1]
+        kernels = [None] * n if gk is None else [
+            g.reshape(shape) for g, shape in zip(self.xp.split(gk, cuts, axis=1), self.k_shapes)]
+        if not has_bias:
+            return (gx, *kernels)
+        biases = [None] * n if gb[0] is None else self.xp.split(gb[0], cuts)
+        return (gx, *kernels, *biases)
+
+
+def packed_projection(x, kernels, biases=None):
+    """``x @ concatenate(kernels) + concatenate(biases)`` over the last axis of ``x``, as one
+    op: several projections of the same input (self-attention's query, key and value) in one
+    GEMM, with the weights kept separate.
+
+    Args:
+        x: Tensor ``(..., d)``.
+        kernels: list of Tensors, each ``(d, ...)``.
+        biases: None or a list of Tensors, one per kernel, each with ``kernel.size / d``
+            elements.
+
+    Returns:
+        Tensor ``x.shape[:-1] + (sum of the kernels' widths,)``, the parts side by side.
+
+    Raises:
+        ValueError: if a kernel's first axis is not ``d`` or a bias has the wrong size.
+    """
+    d = np.shape(core.raw(x))[-1]
+    kernels = list(kernels)
+    widths = []
+    for k in kernels:
+        ks = np.shape(core.raw(k))
+        if not ks or ks[0] != d:
+            raise ValueError(f"packed_projection: every kernel must start with the input's last "
+                             f"axis {d}. Received: x shape {np.shape(core.raw(x))}, kernel shape "
+                             f"{ks}")
+        widths.append(int(np.prod(ks[1:])))
+    biases = list(biases) if biases is not None else []
+    if biases and [int(np.prod(np.shape(core.raw(b)))) for b in biases] != widths:
+        raise ValueError(f"packed_projection: each bias must have its kernel's width {widths}. "
+                         f"Received: bias shapes {[np.shape(core.raw(b)) for b in biases]}")
+    return _PackedProjection(len(kernels)).apply(x, *kernels, *biases)
 
 
 def projection(x, kernel, bias=None, n_in=1, activation="linear"):
@@ -85,4 +154,4 @@ def projection(x, kernel, bias=None, n_in=1, activation="linear"):
     return _Projection(n_in, activation).apply(x, kernel, *(() if bias is None else (bias,)))
 
 
-__all__ = ["projection"]
+__all__ = ["packed_projection", "projection"]

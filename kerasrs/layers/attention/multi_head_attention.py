@@ -194,12 +194,8 @@ class MultiHeadAttention(Layer):
         """The query, key and value projections of ``x`` as one GEMM: ``(B, T, heads * (2
         key_dim + value_dim))``, kernels and biases concatenated (Keras's weights unchanged)."""
         dense = (self._query_dense, self._key_dense, self._value_dense)
-        d = x.shape[-1]
-        kernel = ops.concatenate([ops.reshape(e.kernel, (d, -1)) for e in dense], axis=1)
-        bias = None
-        if self.use_bias:
-            bias = ops.concatenate([ops.reshape(e.bias, (-1,)) for e in dense], axis=0)
-        return projection_ops.projection(x, kernel, bias)
+        return projection_ops.packed_projection(
+            x, [e.kernel for e in dense], [e.bias for e in dense] if self.use_bias else None)
 
     def _check_ranks(self, query_shape, value_shape, key_shape):
         if min(len(query_shape), len(value_shape), len(key_shape)) < 3:
