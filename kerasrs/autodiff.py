@@ -510,7 +510,8 @@ class GradientTape:
         grads = self._backprop(target, output_gradients, flat_sources)
         result = []
         for s in flat_sources:
-            g = grads.get(id(s)) if _differentiable(s) else None  # integer sources: None (TF)
+            kind = s.data.dtype.kind  # integer sources: None (TF); `_differentiable`, inlined
+            g = grads.get(id(s)) if kind in "fc" or _differentiable(s) else None
             if g is None and unconnected_gradients == "zero":
                 g = s.backend.xp.zeros(s.shape, s.dtype)
             result.append(None if g is None else _wrap(g, s.backend))

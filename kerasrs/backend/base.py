@@ -399,6 +399,30 @@ class Backend:
         gbeta = g32.sum(axis=0).astype(gy.dtype)
         return gx.astype(gy.dtype), ggamma, gbeta
 
+    def attention_softmax_grad(self, dp, p, gy, o, scale):
+        """Backward of attention's softmax (and score scale), in place on ``dp``.
+
+        With ``o = P v`` the attention output, ``sum_s dP[s] P[s] = gy . o`` per query, so
+        ``dS = (dP - gy . o) * P * scale`` needs no reduction over the scores (the softmax
+        Jacobian-vector product, e.g. Bridle 1990; also the FlashAttention backward's ``D``).
+
+        Args:
+            dp: ``(batch, heads, q_seq, k_seq)`` gradient of the attention weights (including a
+                dropout multiplier); overwritten with the gradient of the unscaled scores.
+            p: ``(batch, heads, q_seq, k_seq)`` the softmax weights (0 where masked).
+            gy: ``(batch, q_seq, heads, value_dim)`` gradient of the attention output.
+            o: ``(batch, q_seq, heads, value_dim)`` the attention output.
+            scale: float, the factor the scores were multiplied by.
+
+        Returns:
+            ``dp``.
+        """
+        row = (gy * o).sum(axis=-1).transpose(0, 2, 1)[..., None]  # (batch, heads, q_seq, 1)
+        dp -= row.astype(dp.dtype, copy=False)
+        dp *= p
+        dp *= scale
+        return dp
+
     def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
                     weight_decay=0.0, v_hats=None):
         """One Adam/AdamW step over lists of arrays, in place (Kingma & Ba 2015, Algorithm 1,

@@ -201,6 +201,24 @@ def layer_norm_grad(gy, x, gamma, mean, rstd, gx, acc, start, stop):
             gxi[j] = r * (gyi[j] * gamma[j] - s1 - xhat * s2)
 
 
+# -- attention ---------------------------------------------------------------------------------------
+@reducing_kernel
+def attention_softmax_grad(dp, p, gy, o, scale, start, stop):
+    """`Backend.attention_softmax_grad` for the (batch, head) pairs ``start:stop``:
+    ``dp = (dp - gy . o) * p * scale``, ``dp, p (B, N, T, S)``, ``gy, o (B, T, N, H)``."""
+    heads, t_len = dp.shape[1], dp.shape[2]
+    for bn in range(start, stop):
+        b, n = bn // heads, bn % heads
+        for t in range(t_len):
+            g, v = gy[b, t, n], o[b, t, n]
+            row = 0.0
+            for h in range(g.size):
+                row += g[h] * v[h]
+            d, q = dp[b, n, t], p[b, n, t]
+            for j in range(d.size):
+                d[j] = (d[j] - row) * q[j] * scale
+
+
 # -- max pooling (2-D, channels last), argmax as a flat index within the sample --------------------
 @kernel
 def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):

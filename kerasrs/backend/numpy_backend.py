@@ -194,6 +194,16 @@ class NumpyBackend(base.Backend):
         sums = partial.sum(axis=0).astype(gy.dtype)
         return gx, sums[0], sums[1]
 
+    def attention_softmax_grad(self, dp, p, gy, o, scale):
+        k = _compiled_for(dp)
+        if k is None or dp.ndim != 4 or gy.ndim != 4 or \
+                not dp.dtype == p.dtype == gy.dtype == o.dtype:
+            return super().attention_softmax_grad(dp, p, gy, o, scale)
+        b, n, t, s = dp.shape
+        cpu_threads.split(k.attention_softmax_grad, b * n, dp, p, gy, o, dp.dtype.type(scale),
+                          work_per_item=t * (3 * s + 2 * gy.shape[3]))
+        return dp
+
     def max_pool(self, x, pool_size, strides, padding):
         k = _compiled_for(x)
         if k is None or x.ndim != 4:

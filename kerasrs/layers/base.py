@@ -441,6 +441,8 @@ class Layer:
 
     def _convert_inputs(self, inputs):
         """Tensors from arrays/lists; float tensors cast to the layer's compute dtype."""
+        if type(inputs) is autodiff.Tensor and inputs.data.dtype == self.compute_dtype:
+            return inputs  # the common case, decided without the checks below
         if isinstance(inputs, (list, tuple)) and not _is_data(inputs):
             return type(inputs)(self._convert_inputs(x) for x in inputs)
         if isinstance(inputs, dict):

@@ -134,14 +134,24 @@ class Node:
 def map_structure(fn, structure):
     """Apply ``fn`` to every leaf of nested lists/tuples/dicts, keeping the structure."""
     if isinstance(structure, (list, tuple)):
-        return type(structure)(map_structure(fn, v) for v in structure)
+        return type(structure)([map_structure(fn, v) if isinstance(v, _NESTED) else fn(v)
+                                for v in structure])
     if isinstance(structure, dict):
         return {k: map_structure(fn, v) for k, v in structure.items()}
     return fn(structure)
 
 
+_NESTED = (list, tuple, dict)
+
+
 def any_symbolic(args, kwargs):
-    return any(isinstance(t, SymbolicTensor) for t in autodiff._flatten([list(args), kwargs]))
+    """Whether a leaf of the call's arguments is a `SymbolicTensor` (runs on every layer call:
+    no flattening unless an argument is nested)."""
+    for t in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(t, SymbolicTensor) or isinstance(t, _NESTED) and any(
+                isinstance(x, SymbolicTensor) for x in autodiff._flatten(t)):
+            return True
+    return False
 
 
 class Spec:

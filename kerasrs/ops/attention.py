@@ -131,10 +131,9 @@ class _Attention(Function):
             xp.matmul(gh, self.vh.transpose(0, 1, 3, 2), out=dp)
             if self.keep is not None:
                 dp *= self.keep
-            row = xp.matmul(gh * self.oh, xp.ones((hv, 1), gy.dtype))  # sum_s dP P = gy . o
-            dp -= row
-            dp *= self.p  # masked entries of p are 0: they get no gradient
-            dp *= self.scale
+            # dS = (dP - gy . o) * P * scale; masked entries of P are 0: they get no gradient
+            self.backend.attention_softmax_grad(dp, self.p, gy, self.oh.transpose(0, 2, 1, 3),
+                                                self.scale)
             if gq is not None:
                 xp.matmul(dp, self.kh, out=gq)
             if gk is not None:

@@ -253,6 +253,60 @@ def test_layer_norm_float64_statistics(backend, rng):
     assert host(m).dtype == np.float64 and host(s).dtype == np.float64
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (67, 64)])
+def test_layer_norm_float64_matches_twin(backend, rng, shape):
+    x, gy = rng.standard_normal(shape) * 3 + 1, rng.standard_normal(shape)
+    g, b = rng.standard_normal(shape[1:]), rng.standard_normal(shape[1:])
+    for xs in (dev(backend, x), strided(backend, x)):
+        ref, got, _ = both(backend, "layer_norm", xs, dev(backend, g), dev(backend, b), 1e-5)
+        for r, u in zip(ref, got):
+            close(u, r, 1e-12)
+    _, m, r = ref
+    ref, got, _ = both(backend, "layer_norm_grad", strided(backend, gy), dev(backend, x),
+                       dev(backend, g), m, r)
+    for r, u in zip(ref, got):
+        close(u, r, 1e-11)
+
+
+# -- attention softmax backward ------------------------------------------------------------------
+def _attention_case(rng, b, n, t, s, h, dtype):
+    """p (softmax weights), gy, o = p v (batch, seq, heads, dim), dp = gy v^T, all ``dtype``."""
+    scores = rng.standard_normal((b, n, t, s)) * 2
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    v = rng.standard_normal((b, n, s, h))
+    o = (p @ v).transpose(0, 2, 1, 3)
+    gy = rng.standard_normal((b, t, n, h))
+    dp = gy.transpose(0, 2, 1, 3) @ v.transpose(0, 1, 3, 2)
+    return [a.astype(dtype) for a in (dp, p, gy, o)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("sizes", [(1, 1, 1, 1, 1), (3, 2, 5, 7, 3), (4, 4, 28, 28, 16),
+                                   (40, 4, 28, 28, 16)])  # the last runs on threads
+def test_attention_softmax_grad_matches_twin(backend, rng, dtype, sizes):
+    dp, p, gy, o = _attention_case(rng, *sizes, dtype)
+    # the softmax Jacobian-vector product written out: P * (dP - sum_s dP P), times the scale
+    expect = 0.5 * p * (dp - (dp * p).sum(-1, keepdims=True))
+    t = 1e-12 if dtype == "float64" else 3e-5
+    for gys, os_ in ((dev(backend, gy), dev(backend, o)),
+                     (strided(backend, gy), strided(backend, o))):  # non-contiguous too
+        ref, got, copies = both(backend, "attention_softmax_grad", dev(backend, dp),
+                                dev(backend, p), gys, os_, 0.5)
+        close(ref, expect, 10 * t)
+        close(got, ref, t)
+        assert host(got).dtype == np.dtype(dtype)
+
+
+def test_attention_softmax_grad_is_in_place_with_masked_zeros(backend, rng):
+    dp, p, gy, o = _attention_case(rng, 2, 3, 4, 5, 2, "float32")
+    p[..., 0] = 0  # a masked key: no gradient reaches its score
+    d = dev(backend, dp)
+    assert backend.attention_softmax_grad(d, dev(backend, p), dev(backend, gy), dev(backend, o),
+                                          0.25) is d
+    assert not host(d)[..., 0].any()
+
+
 # -- optimizers -------------------------------------------------------------------------------------
 SHAPES = [(1,), (7, 3), (129,), (2, 3, 5), (181, 183)]  # the last runs on threads
 
@@ -463,3 +517,6 @@ def test_without_numba_the_twins_run_with_one_warning(monkeypatch, rng):
         be.relu(x)
     assert len([w for w in record if "numba" in str(w.message)]) == 1
     np.testing.assert_array_equal(y, np.maximum(x, 0))
+    dp, p, gy, o = _attention_case(rng, 2, 2, 3, 4, 2, "float32")
+    expect = Backend.attention_softmax_grad(be, dp.copy(), p, gy, o, 0.5)
+    np.testing.assert_array_equal(be.attention_softmax_grad(dp, p, gy, o, 0.5), expect)
