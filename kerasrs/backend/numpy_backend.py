@@ -101,7 +101,7 @@ class NumpyBackend(base.Backend):
         bias = np.zeros(x.shape[1], x.dtype) if bias is None else \
             np.ascontiguousarray(bias, dtype=x.dtype)
         work = x.shape[1] * _COST[activation]
-        if out is not None and _same_array(out, x):
+        if out is not None and (out is x or _same_array(out, x)):
             cpu_threads.split(k.bias_act_inplace, x.shape[0], out, bias, _CODES[activation],
                               work_per_item=work)
             return out
