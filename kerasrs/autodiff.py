@@ -523,9 +523,12 @@ class GradientTape:
     def _backprop(self, target_structure, output_gradients, sources):
         """The backward walk: returns {id(tensor): gradient array} for the sources."""
         targets = _flatten(target_structure)
-        reach = {id(s) for s in sources if _differentiable(s) and (  # unwatched ones: None
-            id(s) in self._tracked or self.watch_accessed_variables and isinstance(s, Variable)
-            and s.trainable)}
+        tracked, auto = self._tracked, self.watch_accessed_variables
+        reach = set()
+        for s in sources:  # unwatched or integer sources get None
+            if (id(s) in tracked or auto and isinstance(s, Variable) and s.trainable) and (
+                    s.data.dtype.kind in "fc" or _differentiable(s)):
+                reach.add(id(s))
         relevant = []
         for rec in self._records:  # forward sweep: which ops depend on a source
             for x in rec[1]:
@@ -684,6 +687,8 @@ def _wrap(array, be):
 
 def _pack(structure, leaves):
     """Rebuild ``structure`` with values taken from the iterator ``leaves``."""
+    if type(structure) is list and not any(isinstance(item, _NESTED) for item in structure):
+        return [next(leaves) for _ in structure]  # a flat list: no call per leaf
     if isinstance(structure, (list, tuple)):
         items = [_pack(item, leaves) for item in structure]
         if hasattr(structure, "_fields"):  # a namedtuple
