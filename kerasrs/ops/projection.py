@@ -87,7 +87,7 @@ class _PackedProjection(_Projection):
                                                              else [])
         gx, gk, *gb = super().backward(gy)
         self.needs_grad = needs
-        cuts = np.cumsum(self.widths)[:-1]
+        cuts = [int(c) for c in np.cumsum(self.widths)[:-1]]
         kernels = [None] * n if gk is None else [
             g.reshape(shape) for g, shape in zip(self.xp.split(gk, cuts, axis=1), self.k_shapes)]
         if not has_bias:
