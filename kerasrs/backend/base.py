@@ -435,17 +435,6 @@ class Backend:
         gbeta = g32.sum(axis=0).astype(gy.dtype)
         return gx.astype(gy.dtype), ggamma, gbeta
 
-    def run_in_parts(self, fn, n, work_per_item=1):
-        """Call ``fn(start, stop)`` over ``range(n)``: here once, ``fn(0, n)``; the NumPy
-        backend runs parts on the CPU's threads (for work that releases the GIL, e.g. NumPy
-        calls on large slices). ``fn`` must not itself split work over the threads.
-
-        Args:
-            fn: callable ``(start, stop)`` that works on the items ``start:stop``.
-            n: number of items. work_per_item: cost of one item, in element copies.
-        """
-        fn(0, n)
-
     def attention_softmax_grad(self, dp, p, gy, o, scale):
         """Backward of attention's softmax (and score scale), in place on ``dp``.
 

@@ -194,9 +194,6 @@ class NumpyBackend(base.Backend):
         sums = partial.sum(axis=0).astype(gy.dtype)
         return gx, sums[0], sums[1]
 
-    def run_in_parts(self, fn, n, work_per_item=1):
-        cpu_threads.run([(fn, part) for part in cpu_threads.bounds(n, work_per_item)])
-
     def attention_softmax_grad(self, dp, p, gy, o, scale):
         k = _compiled_for(dp)
         if k is None or dp.ndim != 4 or gy.ndim != 4 or \

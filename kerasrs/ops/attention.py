@@ -69,43 +69,30 @@ class _Attention(Function):
         q, k, v = self._unpack(xs[0]) if self.split else xs
         self.qh = q.transpose(0, 2, 1, 3)  # (B, N, T, H) views, no copies
         self.kh, self.vh = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
-        b, n, t, h = self.qh.shape
-        dtype = xp.result_type(q.dtype, k.dtype, v.dtype)
-        self.p = xp.empty((b, n, t, k.shape[1]), dtype)
-        self.pd = self.p if self.keep is None else xp.empty(self.p.shape, dtype)
-        out = xp.empty(q.shape[:3] + v.shape[3:], dtype)
-        self.oh = out.transpose(0, 2, 1, 3)
-        # the batch in parts on the CPU's threads: small per-head matmuls and softmax passes,
-        # each part a few NumPy calls that release the GIL (1.85 -> 1.35 ms fwd + bwd, 2 cores)
-        self.backend.run_in_parts(self._forward_rows, b, work_per_item=n * t * (8 * k.shape[1]
-                                                                              + 4 * h))
-        return out
-
-    def _forward_rows(self, b0, b1):
-        """Forward for the samples ``b0:b1``: weights into ``p`` (and ``pd``), output."""
-        xp, s = self.xp, self.p[b0:b1]
-        mask = _rows(self.mask, b0, b1)
-        self._scores(xp, s, b0, b1, mask)
-        if not self._softmax_shifted_by_block_max(xp, s, mask):
-            self._scores(xp, s, b0, b1, mask)
+        s = self._scores(xp)
+        if not self._softmax_shifted_by_block_max(xp, s):
+            s = self._scores(xp)
             s -= s.max(axis=-1, keepdims=True)
             xp.exp(s, out=s)
             s /= xp.matmul(s, xp.ones((s.shape[-1], 1), s.dtype))  # row sums as a GEMV
-        if mask is not None:
-            s *= mask
-        if self.keep is not None:
-            xp.multiply(s, _rows(self.keep, b0, b1), out=self.pd[b0:b1])
-        xp.matmul(self.pd[b0:b1], self.vh[b0:b1], out=self.oh[b0:b1])
+        if self.mask is not None:
+            s *= self.mask
+        self.p = s
+        self.pd = s if self.keep is None else s * self.keep
+        out = xp.empty(q.shape[:3] + v.shape[3:], s.dtype)
+        self.oh = out.transpose(0, 2, 1, 3)
+        xp.matmul(self.pd, self.vh, out=self.oh)
+        return out
 
-    def _scores(self, xp, s, b0, b1, mask):
-        """``q k^T * scale`` of samples ``b0:b1`` into ``s``, masked entries lowered by
-        `large_negative`: ``(b1 - b0, N, T, S)``."""
-        xp.matmul(self.qh[b0:b1], self.kh[b0:b1].transpose(0, 1, 3, 2), out=s)
+    def _scores(self, xp):
+        """``q k^T * scale``, masked entries lowered by `large_negative`: ``(B, N, T, S)``."""
+        s = xp.matmul(self.qh, self.kh.transpose(0, 1, 3, 2))
         s *= self.scale
-        if mask is not None:
-            s += xp.where(mask, 0.0, large_negative(s.dtype)).astype(s.dtype)
+        if self.mask is not None:
+            s += xp.where(self.mask, 0.0, large_negative(s.dtype)).astype(s.dtype)
+        return s
 
-    def _softmax_shifted_by_block_max(self, xp, s, mask):
+    def _softmax_shifted_by_block_max(self, xp, s):
         """Softmax over the last axis in place, shifted by each head's (T, S) block maximum:
         one reduction over a long contiguous axis instead of one per short row. Returns False
         (``s`` then holds garbage) if some row that is not fully masked underflowed, i.e. lies
@@ -118,7 +105,7 @@ class _Attention(Function):
         total = xp.matmul(s, xp.ones((s.shape[-1], 1), s.dtype))  # row sums as a GEMV
         small = total < 1e-30
         if bool(small.any()):
-            if mask is None or bool((small & mask.any(axis=-1, keepdims=True)).any()):
+            if self.mask is None or bool((small & self.mask.any(axis=-1, keepdims=True)).any()):
                 return False
             total[small] = 1.0  # fully masked rows: the mask zeroes them afterwards
         s /= total
@@ -137,48 +124,23 @@ class _Attention(Function):
             gq, gk, gv = (xp.empty(a.shape[:1] + a.shape[2:3] + a.shape[1:2] + a.shape[3:],
                                    gy.dtype).transpose(0, 2, 1, 3) if need else None
                           for a, need in zip((self.qh, self.kh, self.vh), self.needs_grad))
-        dp = None
+        if gv is not None:
+            xp.matmul(self.pd.transpose(0, 1, 3, 2), gh, out=gv)
         if gq is not None or gk is not None:
             dp = _scratch(xp, self.p.shape, gy.dtype)
-        self._grads = gh, gq, gk, gv, dp
-        work = n * t * self.p.shape[-1] * 4 * self.qh.shape[-1]
-        self.backend.run_in_parts(self._weight_grads, b, work_per_item=work)
-        if dp is not None:
+            xp.matmul(gh, self.vh.transpose(0, 1, 3, 2), out=dp)
+            if self.keep is not None:
+                dp *= self.keep
             # dS = (dP - gy . o) * P * scale; masked entries of P are 0: they get no gradient
             self.backend.attention_softmax_grad(dp, self.p, gy, self.oh.transpose(0, 2, 1, 3),
                                                 self.scale)
-            self.backend.run_in_parts(self._score_grads, b, work_per_item=work)
-        del self._grads
+            if gq is not None:
+                xp.matmul(dp, self.kh, out=gq)
+            if gk is not None:
+                xp.matmul(dp.transpose(0, 1, 3, 2), self.qh, out=gk)
         if packed:
             return (g,)
         return tuple(None if a is None else a.transpose(0, 2, 1, 3) for a in (gq, gk, gv))
-
-    def _weight_grads(self, b0, b1):
-        """Samples ``b0:b1``: the value gradient and the gradient of the weights (``dp``)."""
-        xp, (gh, _, _, gv, dp) = self.xp, self._grads
-        gh = gh[b0:b1]
-        if gv is not None:
-            xp.matmul(self.pd[b0:b1].transpose(0, 1, 3, 2), gh, out=gv[b0:b1])
-        if dp is not None:
-            xp.matmul(gh, self.vh[b0:b1].transpose(0, 1, 3, 2), out=dp[b0:b1])
-            if self.keep is not None:
-                dp[b0:b1] *= _rows(self.keep, b0, b1)
-
-    def _score_grads(self, b0, b1):
-        """Samples ``b0:b1``: query and key gradients from the score gradient ``dp``."""
-        xp, (_, gq, gk, _, dp) = self.xp, self._grads
-        if gq is not None:
-            xp.matmul(dp[b0:b1], self.kh[b0:b1], out=gq[b0:b1])
-        if gk is not None:
-            xp.matmul(dp[b0:b1].transpose(0, 1, 3, 2), self.qh[b0:b1], out=gk[b0:b1])
-
-
-def _rows(a, b0, b1):
-    """Samples ``b0:b1`` of ``a`` (a mask or dropout multiplier broadcastable to the scores),
-    or ``a`` itself where it does not vary over the batch (or is None)."""
-    if a is None or a.ndim < 4 or a.shape[0] == 1:
-        return a
-    return a[b0:b1]
 
 
 def attention(query, key, value, mask=None, scale=None, dropout_keep=None):

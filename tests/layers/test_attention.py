@@ -134,69 +134,6 @@ def test_fused_attention_op_value_and_gradients(with_mask, with_dropout):
                                                             dropout_keep=keep), [q, k, v])
 
 
-@pytest.fixture
-def uneven_parts(monkeypatch):
-    """The NumPy backend's `run_in_parts` cut into uneven parts (one of a single sample) run on
-    the CPU threads, whatever the size: the fused attention's per-sample slicing is tested."""
-    from kerasrs.backend import cpu_threads, numpy_backend
-
-    def run_in_parts(self, fn, n, work_per_item=1):
-        cuts = sorted({0, min(1, n), n // 2, n})
-        cpu_threads.run([(fn, (a, b)) for a, b in zip(cuts, cuts[1:])])
-
-    monkeypatch.setattr(numpy_backend.NumpyBackend, "run_in_parts", run_in_parts)
-
-
-@pytest.mark.parametrize("with_mask, with_dropout", [(False, False), (True, True)])
-def test_fused_attention_in_uneven_batch_parts(uneven_parts, with_mask, with_dropout):
-    rng = np.random.default_rng(7)
-    q, k, v = rng.normal(size=(5, 3, 2, 3)), rng.normal(size=(5, 4, 2, 3)), \
-        rng.normal(size=(5, 4, 2, 5))
-    mask = (rng.random((5, 1, 3, 4)) > 0.4) if with_mask else None
-    if with_mask:
-        mask[1, 0, 2] = False  # a fully masked query row
-    keep = (rng.random((5, 2, 3, 4)) > 0.3) / 0.7 if with_dropout else None
-    s = np.einsum("btnh,bsnh->bnts", q, k) / math.sqrt(3)
-    p = masked_softmax(s, mask) * (1 if keep is None else keep)
-    want = np.einsum("bnts,bsnv->btnv", p, v)
-    got = attention_ops.attention(q, k, v, mask=mask, dropout_keep=keep)
-    np.testing.assert_allclose(got.numpy(), want, atol=1e-12)
-    check_gradients(lambda a, b, c: attention_ops.attention(a, b, c, mask=mask,
-                                                            dropout_keep=keep), [q, k, v])
-    qkv = rng.normal(size=(5, 4, 2 * (3 + 3 + 2)))
-    mask = (rng.random((5, 1, 4, 4)) > 0.4) | np.eye(4, dtype=bool) if with_mask else None
-    keep = (rng.random((5, 2, 4, 4)) > 0.3) / 0.7 if with_dropout else None
-    check_gradients(lambda a: attention_ops.packed_attention(a, 2, 3, 2, mask=mask,
-                                                             dropout_keep=keep), [qkv])
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_fused_attention_at_benchmark_size_matches_composed_ops(dtype):
-    """Large enough to be split over the CPU threads by the real `run_in_parts`."""
-    rng = np.random.default_rng(8)
-    x = kerasrs.convert_to_tensor(rng.normal(size=(12, 28, 4 * 48)).astype(dtype))
-    mask = np.broadcast_to(np.tril(np.ones((28, 28), bool)), (12, 1, 28, 28))
-    gy = rng.normal(size=(12, 28, 4, 16)).astype(dtype)
-
-    def fused(x):
-        return attention_ops.packed_attention(x, 4, 16, 16, mask=mask)
-
-    def composed(x):
-        q, k, v = (ops.reshape(x[..., i * 64:(i + 1) * 64], (12, 28, 4, 16)) for i in range(3))
-        return attention_ops._composed(q, k, v, np.zeros((1, 1, 1, 1), dtype), mask, None)
-
-    outs, grads = [], []
-    for fn in (fused, composed):
-        with kerasrs.GradientTape() as tape:
-            tape.watch(x)
-            y = fn(x)
-        outs.append(y.numpy())
-        grads.append(tape.gradient(y, x, output_gradients=gy).numpy())
-    tol = 1e-12 if dtype == "float64" else 3e-5
-    np.testing.assert_allclose(outs[0], outs[1], rtol=tol, atol=tol)
-    np.testing.assert_allclose(grads[0], grads[1], rtol=tol, atol=10 * tol)
-
-
 def test_dot_product_attention_keras_op():
     rng = np.random.default_rng(2)
     q, k, v = rng.normal(size=(1, 3, 2, 4)), rng.normal(size=(1, 3, 2, 4)), \
