@@ -198,8 +198,8 @@ def layer_norm_grad(gy, x, gamma, mean, rstd, gx, acc, start, stop):
 @kernel
 def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
     """Output rows ``start:stop`` of the ``n * oh`` (sample, row) pairs. The first valid
-    element of a window wins ties (and a NaN there stays); the channel loop is innermost, so it
-    runs on SIMD lanes."""
+    element of a window wins ties; a NaN wins over numbers (the first NaN; NaN propagates as in
+    ``np.maximum``). The channel loop is innermost, so it runs on SIMD lanes."""
     _, hh, ww, ch = x.shape
     _, oh, ow, _ = y.shape
     for b in range(start, stop):
@@ -222,8 +222,8 @@ def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
                             arg[k] = base + k
                         first = False
                     else:
-                        for k in range(ch):
-                            if v[k] > best[k]:
+                        for k in range(ch):  # v > best, or v NaN while best is not
+                            if not v[k] <= best[k] and best[k] == best[k]:
                                 best[k] = v[k]
                                 arg[k] = base + k
             if first:  # an all-padding window
