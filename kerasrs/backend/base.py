@@ -347,8 +347,9 @@ class Backend:
         xp = self.xp
         n = x_shape[0]
         gx = xp.zeros((n, math.prod(x_shape[1:])), gy.dtype)
-        rows = xp.broadcast_to(xp.arange(n)[:, None], (n, argmax[0].size))
-        self.scatter_add(gx, (rows, argmax.reshape(n, -1)), gy.reshape(n, -1))
+        per_out = math.prod(argmax.shape[1:])  # (reshape(n, -1) fails for an empty batch)
+        rows = xp.broadcast_to(xp.arange(n)[:, None], (n, per_out))
+        self.scatter_add(gx, (rows, argmax.reshape(n, per_out)), gy.reshape(n, per_out))
         return gx.reshape(x_shape)
 
     def layer_norm(self, x, gamma, beta, epsilon):

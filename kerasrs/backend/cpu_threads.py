@@ -92,7 +92,8 @@ def split_many(items, work_per_item=1, grain=GRAIN):
     calls = []
     for start, stop in bounds(total, work_per_item, grain):
         segments = [(kernel, args + (max(start - o, 0), min(stop - o, n)))
-                    for (kernel, args, n), o in zip(items, offsets) if o < stop and start < o + n]
+                    for (kernel, args, n), o in zip(items, offsets)
+                    if n and o < stop and start < o + n]  # (a zero-size item is no call)
         calls.append((_serially, (segments,)))
     run(calls)
 

@@ -212,10 +212,10 @@ class NumpyBackend(base.Backend):
         k = _compiled_for(gy)
         if k is None:
             return super().max_pool_grad(gy, argmax, x_shape)
-        n = x_shape[0]
+        n, per_out = x_shape[0], math.prod(gy.shape[1:])
         gx = memory.empty((n, math.prod(x_shape[1:])), gy.dtype)  # zeroed by the kernel
-        cpu_threads.split(k.max_pool_grad, n, np.ascontiguousarray(gy).reshape(n, -1),
-                          np.ascontiguousarray(argmax).reshape(n, -1), gx,
+        cpu_threads.split(k.max_pool_grad, n, np.ascontiguousarray(gy).reshape(n, per_out),
+                          np.ascontiguousarray(argmax).reshape(n, per_out), gx,
                           work_per_item=gx.shape[1])
         return gx.reshape(x_shape)
 
