@@ -128,11 +128,11 @@ class NumpyBackend(base.Backend):
 
     def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
                     weight_decay=0.0, v_hats=None):
-        k = _compiled_for(params[0]) if params else None
         alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
         items = []  # (kernel, args, size): one split over all variables
         for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
             v_hat = v_hats[i] if v_hats is not None else v
+            k = _compiled_for(w)  # per variable: float16/bfloat16 ones take the NumPy rule
             if k is None or not _flat_ok(w, m, v, v_hat):
                 super().adam_update([w], [g], [m], [v], lr, beta_1, beta_2, epsilon, step,
                                     weight_decay, None if v_hats is None else [v_hat])
@@ -149,10 +149,10 @@ class NumpyBackend(base.Backend):
 
     def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
                    weight_decay=0.0):
-        k = _compiled_for(params[0]) if params else None
         items = []  # (kernel, args, size): one split over all variables
         for i, (w, g) in enumerate(zip(params, grads)):
             v = momentums[i] if momentum else w  # (w: unused placeholder of the right type)
+            k = _compiled_for(w)  # per variable: float16/bfloat16 ones take the NumPy rule
             if k is None or not _flat_ok(w, v):
                 self._sgd_numpy([w], [g], None if not momentum else [v], lr, momentum,
                                 nesterov, weight_decay)

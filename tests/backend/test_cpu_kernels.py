@@ -215,6 +215,27 @@ def test_sgd_update_matches_twin_and_any_split(be, rng, monkeypatch, dtype, mome
             np.testing.assert_array_equal(arrays[2][i], arrays[1][i])
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_optimizer_updates_mixing_dtypes_use_the_twin_for_half_precision(be, rng, optimizer):
+    """A float32 first variable must not send float16/bfloat16 ones to the compiled kernels
+    (numba cannot type them)."""
+    dtypes = ["float32", "float16", kerasrs.backend.base.numpy_dtype("bfloat16"), "float64"]
+    ws = [rng.standard_normal(7).astype(d) for d in dtypes]
+    ws = [ws, [w.copy() for w in ws]]
+    gs = [rng.standard_normal(7).astype(d) for d in dtypes]
+    slots = [[[np.zeros(7, d) for d in dtypes] for _ in range(2)] for _ in range(2)]
+    for k, fn in enumerate((getattr(Backend, f"{optimizer}_update").__get__(be),
+                            getattr(be, f"{optimizer}_update"))):
+        if optimizer == "adam":
+            fn(ws[k], gs, slots[0][k], slots[1][k], 0.01, 0.9, 0.999, 1e-7, 1)
+        else:
+            fn(ws[k], gs, slots[0][k], 0.01, 0.9, True)
+    for want, got in zip(*ws):
+        assert got.dtype == want.dtype
+        rtol = 1e-6 if got.itemsize >= 4 else 1e-2  # half precision: a rounding apart
+        np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=rtol)
+
+
 def test_optimizer_updates_with_no_variables(be):
     be.adam_update([], [], [], [], 0.1, 0.9, 0.999, 1e-7, 1)
     be.sgd_update([], [], None, 0.1)
