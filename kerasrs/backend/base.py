@@ -301,6 +301,42 @@ class Backend:
         inner = tuple(slice(b, b + n) for n, (b, _) in zip(x_shape[1:-1], padding))
         return gx[(slice(None), *inner)]
 
+    def conv2d(self, x, kernel, bias, activation, window, strides, dilation, padding):
+        """``activation(im2col(x) @ kernel + bias)``: a 2-D convolution, channels last.
+
+        Args:
+            x: ``(n, h, w, c)``. kernel: ``(kh * kw * c, filters)`` (the 4-D kernel reshaped).
+            bias: ``(filters,)`` or None. activation: "linear", "relu", "sigmoid" or "tanh".
+            window, strides, dilation, padding: as in `im2col` (two spatial axes).
+
+        Returns:
+            ``(n * oh * ow, filters)``, rows in `im2col`'s order.
+        """
+        cols = self.im2col(x, window, strides, dilation, padding)
+        y = cols @ kernel
+        if bias is not None or activation != "linear":
+            self.bias_act(y, bias, activation, out=y)
+        return y
+
+    def conv2d_grad(self, x, kernel, y, gy, activation, window, strides, dilation, padding,
+                    need_x=True, need_kernel=True, need_bias=True):
+        """Gradients of `conv2d` from its output ``y`` and the output gradient ``gy`` (both
+        ``(n * oh * ow, filters)``; ``y`` is used only for a non-linear activation).
+
+        Returns:
+            ``(gx (n, h, w, c) or None, gkernel (kh * kw * c, filters) or None,
+            gbias (filters,) or None)``.
+        """
+        gb = None
+        if activation != "linear":
+            gy, gb = self.bias_act_grad(y, gy, activation, need_bias)
+        elif need_bias:
+            gb = gy.sum(axis=0)
+        gk = self.im2col(x, window, strides, dilation, padding).T @ gy if need_kernel else None
+        gx = self.col2im(gy @ kernel.T, x.shape, window, strides, dilation, padding) \
+            if need_x else None
+        return gx, gk, gb if need_bias else None
+
     def max_pool(self, x, pool_size, strides, padding):
         """Max over windows of a channels-last input; padding never wins.
 
