@@ -1,7 +1,8 @@
-"""The 2-D convolution's fast path (`ops.convolution.Conv`, no groups): the output GEMM on pooled
-memory (`backend.empty`) and the input gradient as one GEMM + the backend's ``col2im`` kernel.
-Float64 finite-difference checks, agreement with the N-d path (a 2-D convolution written as a
-3-D one with depth 1) on sizes that split over threads, and safety of the reused memory."""
+"""The 2-D convolution's fast path (`ops.convolution.Conv`, no groups: the backend's
+``conv2d``/``conv2d_grad``, on the CPU in blocks of samples, output on pooled memory, input
+gradient as one GEMM + the ``col2im`` kernel per block). Float64 finite-difference checks,
+agreement with the N-d path (a 2-D convolution written as a 3-D one with depth 1) for any
+blocking, and safety of the reused memory."""
 
 import gc
 
@@ -11,7 +12,7 @@ import pytest
 import kerasrs
 from kerasrs import ops
 from kerasrs.autodiff import GradientTape, Tensor
-from kerasrs.backend import cpu_threads, memory
+from kerasrs.backend import memory, numpy_backend
 from kerasrs.ops.convolution import conv_bias_act
 from kerasrs.testing import check_gradients
 
@@ -61,19 +62,17 @@ def _as_3d(x, w, strides, padding, dilation):
     return (x[:, None], w[None], (1, *pair(strides)), padding, (1, *pair(dilation)))
 
 
-@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("block_bytes", [1, None, 1 << 40])  # one sample, default, all
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("x_shape,k_shape,strides,padding,dilation", [
     ((16, 32, 31, 8), (3, 3, 8, 16), 1, "same", 1),
     ((16, 33, 30, 6), (3, 2, 6, 8), (2, 1), "same", (1, 2)),
     ((9, 30, 31, 5), (4, 3, 5, 7), 2, "valid", 1),
 ])
-def test_conv2d_matches_the_nd_path_on_split_sizes(monkeypatch, n_threads, dtype, x_shape,
-                                                   k_shape, strides, padding, dilation):
-    monkeypatch.setattr(cpu_threads, "threads", lambda: n_threads)
-    if n_threads > 1:  # col2im runs on several threads
-        assert len(cpu_threads.bounds(x_shape[0], x_shape[1] * x_shape[2] * k_shape[0]
-                                      * k_shape[1] * k_shape[2])) > 1
+def test_conv2d_matches_the_nd_path_for_any_blocking(monkeypatch, block_bytes, dtype, x_shape,
+                                                     k_shape, strides, padding, dilation):
+    if block_bytes is not None:
+        monkeypatch.setattr(numpy_backend, "_CONV_CHUNK_BYTES", block_bytes)
     x, w = _rand(x_shape, 0).astype(dtype), _rand(k_shape, 1).astype(dtype)
     gy_full = None
     results = []
