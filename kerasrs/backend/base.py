@@ -378,14 +378,17 @@ class Backend:
             x_shape: the pooled input's shape ``(n, *spatial, c)``.
 
         Returns:
-            ``(n, *spatial, c)`` array of ``gy``'s dtype (overlapping windows add up).
+            ``(n, *spatial, c)`` array of ``gy``'s dtype (overlapping windows add up; an
+            argmax of -1, a window entirely in the padding, adds nothing).
         """
         xp = self.xp
         n = x_shape[0]
         gx = xp.zeros((n, math.prod(x_shape[1:])), gy.dtype)
         per_out = math.prod(argmax.shape[1:])  # (reshape(n, -1) fails for an empty batch)
         rows = xp.broadcast_to(xp.arange(n)[:, None], (n, per_out))
-        self.scatter_add(gx, (rows, argmax.reshape(n, per_out)), gy.reshape(n, per_out))
+        index = argmax.reshape(n, per_out)
+        valid = index >= 0
+        self.scatter_add(gx, (rows[valid], index[valid]), gy.reshape(n, per_out)[valid])
         return gx.reshape(x_shape)
 
     def layer_norm(self, x, gamma, beta, epsilon):

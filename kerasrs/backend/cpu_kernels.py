@@ -234,11 +234,14 @@ def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
 
 @kernel
 def max_pool_grad(gy, argmax, gx, start, stop):
-    """Zero ``gx (n, size)`` rows ``start:stop``, then scatter-add those samples' ``gy``."""
+    """Zero ``gx (n, size)`` rows ``start:stop``, then scatter-add those samples' ``gy``
+    (argmax -1, a window entirely in the padding, adds nothing)."""
     for s in range(start, stop):
         gx[s, :] = 0
         for i in range(gy.shape[1]):
-            gx[s, argmax[s, i]] += gy[s, i]
+            a = argmax[s, i]
+            if a >= 0:
+                gx[s, a] += gy[s, i]
 
 
 @kernel

@@ -338,6 +338,23 @@ def test_max_pool_nan_and_inf_match_twin(be, rng, dtype, case):
     np.testing.assert_array_equal(y, ref)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_pool_windows_entirely_in_the_padding(be, rng, dtype):
+    """Padding wider than the window: such windows give -inf and argmax -1, and their
+    gradient goes nowhere (not to the sample's last element)."""
+    x = rng.standard_normal((2, 3, 4, 2)).astype(dtype)
+    pads = ((3, 2), (0, 4))
+    y, a = be.max_pool(x, (2, 2), (1, 2), pads)
+    want_y, want_a = twin(be, "max_pool", x, (2, 2), (1, 2), pads)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(a, want_a)
+    assert (a == -1).any() and (y[a == -1] == -np.inf).all()
+    gy = np.where(a == -1, 1000, 1).astype(dtype)
+    gx = be.max_pool_grad(gy, a, x.shape)
+    close(gx, twin(be, "max_pool_grad", gy, a, x.shape), dtype)
+    assert gx.sum() == (a >= 0).sum()  # only the real windows' ones arrive
+
+
 # -- im2col / col2im ----------------------------------------------------------------------------
 CONV_CASES = [  # (x shape, window, strides, dilation, padding)
     ((0, 5, 5, 3), (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1))),
