@@ -398,3 +398,27 @@ def test_im2col_col2im_match_twin(be, rng, parts, dtype, case):
             assert gx.shape == shape and gx.dtype == dtype
             close(gx, want_gx, dtype, scale=4)
             del gx
+
+
+# -- blocked 2-D convolution ----------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act,with_bias", [("linear", False), ("linear", True), ("relu", False),
+                                           ("sigmoid", True)])
+@pytest.mark.parametrize("case", [CONV_CASES[0], CONV_CASES[1], CONV_CASES[4], CONV_CASES[5]])
+def test_conv2d_and_grad_match_twin_on_strided_and_empty_inputs(be, rng, dtype, act, with_bias,
+                                                                 case):
+    shape, window, strides, dilation, padding = case
+    args = (window, strides, dilation, padding)
+    x = rng.standard_normal(shape).astype(dtype)
+    kernel = (rng.standard_normal((window[0] * window[1] * shape[3], 5)) * 0.3).astype(dtype)
+    bias = rng.standard_normal(5).astype(dtype) if with_bias else None
+    want = twin(be, "conv2d", x, kernel, bias, act, *args)
+    gy = rng.standard_normal(want.shape).astype(dtype)
+    want_g = twin(be, "conv2d_grad", x, kernel, want, gy, act, *args)
+    for xs, ks, gs in ((x, kernel, gy), (strided(x), strided(kernel), strided(gy))):
+        y = be.conv2d(xs, ks, bias, act, *args)
+        assert y.dtype == dtype and y.shape == want.shape
+        close(y, want, dtype, scale=10)
+        for got, ref in zip(be.conv2d_grad(xs, ks, strided(y), gs, act, *args), want_g):
+            assert got.dtype == dtype and got.shape == ref.shape
+            close(got, ref, dtype, scale=10 * max(1, shape[0]))
