@@ -33,8 +33,8 @@ kernel = numba.njit(cache=True, nogil=True, error_model="numpy")
 
 @kernel
 def _act(x, code):
-    if code == 1:
-        return x if x > 0 else x * 0
+    if code == 1:  # as np.maximum(x, 0): NaN stays, -inf and -0.0 give +0.0
+        return x if not x <= 0 else 0
     if code == 2:  # logistic without overflow
         if x >= 0:
             return 1 / (1 + math.exp(-x))
@@ -99,7 +99,7 @@ def relu_grad(y, gy, out, start, stop):
 def relu(x, out, start, stop):
     x, out = x[start:stop], out[start:stop]
     for i in range(out.size):
-        out[i] = x[i] if x[i] > 0 else x[i] * 0
+        out[i] = x[i] if not x[i] <= 0 else 0  # as np.maximum: NaN stays, -inf gives 0
 
 
 # -- optimizers (flat arrays; scalars passed in the arrays' dtype) ----------------------------------

@@ -88,8 +88,9 @@ class NumpyBackend(base.Backend):
         k = _compiled_for(gy)
         if k is None or y.shape != gy.shape or y.dtype != gy.dtype:
             return super().relu_grad(y, gy)
+        shape = gy.shape  # (np.ascontiguousarray turns a 0-d array into 1-d)
         y, gy = np.ascontiguousarray(y), np.ascontiguousarray(gy)
-        gx = memory.empty(gy.shape, gy.dtype)
+        gx = memory.empty(shape, gy.dtype)
         cpu_threads.split(k.relu_grad, gx.size, y.reshape(-1), gy.reshape(-1), gx.reshape(-1))
         return gx
 

@@ -74,6 +74,40 @@ def test_relu_and_grad_match_twin(be, rng, parts, dtype, shape):
         np.testing.assert_array_equal(got, twin(be, "relu_grad", y, gs))
 
 
+SPECIAL = [np.nan, -np.inf, np.inf, -0.0, 0.0, -1.0, 2.0, -1e-30, 1e30]
+
+
+def same_bits(got, want):
+    """Equal values, NaN where NaN, and the same sign of zero."""
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the twins' inf * 0
+def test_relu_and_bias_act_relu_on_special_values(be, dtype):
+    """As np.maximum(x, 0): NaN stays NaN, -inf and -0.0 give +0.0."""
+    x = np.array(SPECIAL * 3, dtype).reshape(3, -1)
+    same_bits(be.relu(x), twin(be, "relu", x))
+    for b in (None, np.zeros(x.shape[1], dtype)):
+        same_bits(be.bias_act(x, b, "relu"), twin(be, "bias_act", x, b, "relu"))
+        inplace = x.copy()
+        be.bias_act(inplace, b, "relu", out=inplace)
+        same_bits(inplace, twin(be, "bias_act", x, b, "relu"))
+    gy = np.array(SPECIAL[::-1] * 3, dtype).reshape(3, -1)
+    y = twin(be, "relu", x)
+    same_bits(be.relu_grad(y, gy), twin(be, "relu_grad", y, gy))
+    same_bits(be.bias_act_grad(y, gy, "relu")[0], twin(be, "bias_act_grad", y, gy, "relu")[0])
+
+
+def test_zero_dimensional_arrays_keep_their_shape(be):
+    x, gy = np.array(-2.0, "float32"), np.array(3.0, "float32")
+    for name, args in (("relu", (x,)), ("relu_grad", (np.array(1.0, "float32"), gy))):
+        got, want = getattr(be, name)(*args), twin(be, name, *args)
+        assert got.shape == want.shape == () and got.dtype == want.dtype
+        same_bits(got, want)
+
+
 # -- bias + activation --------------------------------------------------------------------------
 BIAS_SHAPES = [(0, 5), (1, 1), (7, 13), (3001, 129)]  # the last splits
 
