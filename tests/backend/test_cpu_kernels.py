@@ -100,6 +100,23 @@ def test_relu_and_bias_act_relu_on_special_values(be, dtype):
     same_bits(be.bias_act_grad(y, gy, "relu")[0], twin(be, "bias_act_grad", y, gy, "relu")[0])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ["sigmoid", "tanh", "linear"])
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the twins' inf * 0
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
+def test_bias_act_other_activations_on_special_values(be, dtype, act):
+    x = np.array(SPECIAL + [-1e4, 1e4, 88.0, -88.0, 700.0, -700.0], dtype)[None]
+    for b in (None, np.full(x.shape[1], 0.5, dtype)):
+        want = twin(be, "bias_act", x, b, act)
+        close(be.bias_act(x, b, act), want, dtype)
+        inplace = x.copy()
+        close(be.bias_act(inplace, b, act, out=inplace), want, dtype)
+        gy = np.ones_like(x)
+        for got, ref in zip(be.bias_act_grad(want, gy, act), twin(be, "bias_act_grad", want, gy,
+                                                                  act)):
+            close(got, ref, dtype)
+
+
 def test_zero_dimensional_arrays_keep_their_shape(be):
     x, gy = np.array(-2.0, "float32"), np.array(3.0, "float32")
     for name, args in (("relu", (x,)), ("relu_grad", (np.array(1.0, "float32"), gy))):
