@@ -38,8 +38,8 @@ reducing_kernel = numba.njit(cache=True, nogil=True, error_model="numpy",
 
 @kernel
 def _act(x, code):
-    if code == 1:
-        return x if x > 0 else x * 0
+    if code == 1:  # as np.maximum(x, 0): NaN stays, -inf and -0.0 give +0.0
+        return x if not x <= 0 else 0
     if code == 2:  # logistic without overflow
         if x >= 0:
             return 1 / (1 + math.exp(-x))
@@ -104,7 +104,7 @@ def relu_grad(y, gy, out, start, stop):
 def relu(x, out, start, stop):
     x, out = x[start:stop], out[start:stop]
     for i in range(out.size):
-        out[i] = x[i] if x[i] > 0 else x[i] * 0
+        out[i] = x[i] if not x[i] <= 0 else 0  # as np.maximum: NaN stays, -inf gives 0
 
 
 # -- optimizers (flat arrays; scalars passed in the arrays' dtype) ----------------------------------
@@ -223,8 +223,8 @@ def attention_softmax_grad(dp, p, gy, o, scale, start, stop):
 @kernel
 def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
     """Output rows ``start:stop`` of the ``n * oh`` (sample, row) pairs. The first valid
-    element of a window wins ties (and a NaN there stays); the channel loop is innermost, so it
-    runs on SIMD lanes."""
+    element of a window wins ties; a NaN wins over numbers (the first NaN; NaN propagates as in
+    ``np.maximum``). The channel loop is innermost, so it runs on SIMD lanes."""
     _, hh, ww, ch = x.shape
     _, oh, ow, _ = y.shape
     for b in range(start, stop):
@@ -247,8 +247,8 @@ def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
                             arg[k] = base + k
                         first = False
                     else:
-                        for k in range(ch):
-                            if v[k] > best[k]:
+                        for k in range(ch):  # v > best, or v NaN while best is not
+                            if not v[k] <= best[k] and best[k] == best[k]:
                                 best[k] = v[k]
                                 arg[k] = base + k
             if first:  # an all-padding window
@@ -259,11 +259,14 @@ def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
 
 @kernel
 def max_pool_grad(gy, argmax, gx, start, stop):
-    """Zero ``gx (n, size)`` rows ``start:stop``, then scatter-add those samples' ``gy``."""
+    """Zero ``gx (n, size)`` rows ``start:stop``, then scatter-add those samples' ``gy``
+    (argmax -1, a window entirely in the padding, adds nothing)."""
     for s in range(start, stop):
         gx[s, :] = 0
         for i in range(gy.shape[1]):
-            gx[s, argmax[s, i]] += gy[s, i]
+            a = argmax[s, i]
+            if a >= 0:
+                gx[s, a] += gy[s, i]
 
 
 @kernel

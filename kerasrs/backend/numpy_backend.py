@@ -88,8 +88,9 @@ class NumpyBackend(base.Backend):
         k = _compiled_for(gy)
         if k is None or y.shape != gy.shape or y.dtype != gy.dtype:
             return super().relu_grad(y, gy)
+        shape = gy.shape  # (np.ascontiguousarray turns a 0-d array into 1-d)
         y, gy = np.ascontiguousarray(y), np.ascontiguousarray(gy)
-        gx = memory.empty(gy.shape, gy.dtype)
+        gx = memory.empty(shape, gy.dtype)
         cpu_threads.split(k.relu_grad, gx.size, y.reshape(-1), gy.reshape(-1), gx.reshape(-1))
         return gx
 
@@ -128,11 +129,11 @@ class NumpyBackend(base.Backend):
 
     def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
                     weight_decay=0.0, v_hats=None):
-        k = _compiled_for(params[0]) if params else None
         alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
         items = []  # (kernel, args, size): one split over all variables
         for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
             v_hat = v_hats[i] if v_hats is not None else v
+            k = _compiled_for(w)  # per variable: float16/bfloat16 ones take the NumPy rule
             if k is None or not _flat_ok(w, m, v, v_hat):
                 super().adam_update([w], [g], [m], [v], lr, beta_1, beta_2, epsilon, step,
                                     weight_decay, None if v_hats is None else [v_hat])
@@ -149,10 +150,10 @@ class NumpyBackend(base.Backend):
 
     def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
                    weight_decay=0.0):
-        k = _compiled_for(params[0]) if params else None
         items = []  # (kernel, args, size): one split over all variables
         for i, (w, g) in enumerate(zip(params, grads)):
             v = momentums[i] if momentum else w  # (w: unused placeholder of the right type)
+            k = _compiled_for(w)  # per variable: float16/bfloat16 ones take the NumPy rule
             if k is None or not _flat_ok(w, v):
                 self._sgd_numpy([w], [g], None if not momentum else [v], lr, momentum,
                                 nesterov, weight_decay)
@@ -295,10 +296,10 @@ class NumpyBackend(base.Backend):
         k = _compiled_for(gy)
         if k is None:
             return super().max_pool_grad(gy, argmax, x_shape)
-        n = x_shape[0]
+        n, per_out = x_shape[0], math.prod(gy.shape[1:])
         gx = memory.empty((n, math.prod(x_shape[1:])), gy.dtype)  # zeroed by the kernel
-        cpu_threads.split(k.max_pool_grad, n, np.ascontiguousarray(gy).reshape(n, -1),
-                          np.ascontiguousarray(argmax).reshape(n, -1), gx,
+        cpu_threads.split(k.max_pool_grad, n, np.ascontiguousarray(gy).reshape(n, per_out),
+                          np.ascontiguousarray(argmax).reshape(n, per_out), gx,
                           work_per_item=gx.shape[1])
         return gx.reshape(x_shape)
 

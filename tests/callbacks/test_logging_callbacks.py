@@ -185,11 +185,11 @@ def test_tensorboard_scalars_read_back(tmp_path):
     np.testing.assert_allclose(values, h.history["val_loss"], rtol=1e-6)
     assert [step for step, _ in train["batch_loss"]] == [1, 2, 3, 4, 5, 6]
     assert len(train["sequential/dense/kernel/histogram"]) == 3  # one per epoch
-    # the writers were closed by fit; the queue's feeder thread exits a moment later (the CPU
-    # kernels' sleeping thread pool, started by any earlier test that split a kernel, stays)
+    # the writers were closed by fit; the queue's feeder thread exits a moment later (the
+    # kernels' thread pool, started by any earlier large enough kernel call, stays)
     def others():
-        return [t for t in threading.enumerate() if t is not threading.main_thread() and
-                not t.name.startswith("kerasrs-cpu")]
+        return [t for t in threading.enumerate() if t is not threading.main_thread()
+                and not t.name.startswith("kerasrs-cpu")]
 
     deadline = time.monotonic() + 30
     while others() and time.monotonic() < deadline:
