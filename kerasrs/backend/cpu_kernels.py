@@ -201,7 +201,7 @@ def layer_norm_grad(gy, x, gamma, mean, rstd, gx, acc, start, stop):
             gxi[j] = r * (gyi[j] * gamma[j] - s1 - xhat * s2)
 
 
-# -- attention ---------------------------------------------------------------------------------------
+# -- attention -------------------------------------------------------------------------------------
 @reducing_kernel
 def attention_softmax_grad(dp, p, gy, o, scale, start, stop):
     """`Backend.attention_softmax_grad` for the (batch, head) pairs ``start:stop``:
