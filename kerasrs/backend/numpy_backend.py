@@ -245,6 +245,30 @@ class NumpyBackend(base.Backend):
                           work_per_item=cols.size // max(x_shape[0], 1))
         return gx
 
+    def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
+                   out=None, hz=None):
+        k = _compiled_for(z)
+        arrays = (z, c_prev) + (() if hz is None else (hz,)) + (() if out is None else out)
+        if k is None or not _gate_kernel_ok(z, arrays, activation, recurrent_activation):
+            return super().lstm_gates(z, c_prev, activation, recurrent_activation, out, hz)
+        h, c, tc = out if out is not None else (np.empty(c_prev.shape, z.dtype) for _ in range(3))
+        k.lstm_gates(z, z if hz is None else hz, hz is not None, c_prev, _CODES[activation],
+                     _CODES[recurrent_activation], h, c, tc, 0, z.shape[0])
+        return h, c, tc
+
+    def lstm_gates_grad(self, gates, c_prev, tc, dh, dc, activation="tanh",
+                        recurrent_activation="sigmoid", out=None):
+        k = _compiled_for(gates)
+        arrays = (gates, c_prev, tc, dh, dc) + (() if out is None else out)
+        if k is None or not _gate_kernel_ok(gates, arrays, activation, recurrent_activation):
+            return super().lstm_gates_grad(gates, c_prev, tc, dh, dc, activation,
+                                           recurrent_activation, out)
+        dz, dc_prev = out if out is not None else (np.empty(gates.shape, gates.dtype),
+                                                    np.empty(c_prev.shape, gates.dtype))
+        k.lstm_gates_grad(gates, c_prev, tc, dh, dc, _CODES[activation],
+                          _CODES[recurrent_activation], dz, dc_prev, 0, gates.shape[0])
+        return dz, dc_prev
+
 
 _CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 _COST = {"linear": 1, "relu": 1, "sigmoid": 8, "tanh": 8}  # work per element, in copies
@@ -279,6 +303,13 @@ def _compiled_for(x):
     if x.dtype.type not in (np.float32, np.float64):
         return None
     return compiled_kernels()
+
+
+def _gate_kernel_ok(z, arrays, *activations):
+    """True when a recurrent gate kernel applies: 2-D arrays of ``z``'s dtype, known
+    activations."""
+    return (z.ndim == 2 and all(a.ndim == 2 and a.dtype == z.dtype for a in arrays)
+            and all(a in _CODES for a in activations))
 
 
 def _flat_ok(*arrays):

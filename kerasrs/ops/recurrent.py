@@ -49,7 +49,7 @@ class _Recurrence(Function):
 
     n_states = 1
     n_gates = 1
-    fused_gates = False  # the cell's gate arithmetic is one backend kernel (no pre-scaling)
+    batch_major = False  # per-step arrays (batch, rows) instead of (rows, batch) (`_LSTM`)
 
     def __init__(self, units, activations, use_bias, mask, recurrent_mask, go_backwards,
                  return_sequences, return_state, zero_output_for_mask):
@@ -65,10 +65,8 @@ class _Recurrence(Function):
         xt = x.transpose(1, 2, 0)  # (time, features, batch)
         self.xt = xp.ascontiguousarray(xt[::-1] if self.go_backwards else xt)
         self.kernel, self.rk = kernel, recurrent_kernel
-        scale = None
-        if not self.fused_gates:
-            self.gates = Gates(xp, self._gate_names(), self.units, self.n_gates, x.dtype)
-            scale = self.gates.prescale
+        self.gates = Gates(xp, self._gate_names(), self.units, self.n_gates, x.dtype)
+        scale = self.gates.prescale
         kernel_f = kernel if scale is None else kernel * scale
         self.rk_f = recurrent_kernel if scale is None else recurrent_kernel * scale
         self.z = xp.matmul(kernel_f.T, self.xt)  # (time, G units, batch): one batched GEMM
@@ -104,7 +102,8 @@ class _Recurrence(Function):
             self.keep = None
             return None
         keep = self.mask.T[::-1] if self.go_backwards else self.mask.T
-        self.keep = xp.ascontiguousarray(keep)[:, None, :]
+        keep = xp.ascontiguousarray(keep)
+        self.keep = keep[:, :, None] if self.batch_major else keep[:, None, :]
         return self.keep
 
     def _carry(self, xp, t, keep):
@@ -123,13 +122,14 @@ class _Recurrence(Function):
         seq = steps if self.return_sequences else 1
         k = seq + (self.n_states if self.return_state else 0)
         y = xp.empty((batch, k, self.units), self.outs.dtype)
+        step = (lambda a: a) if self.batch_major else (lambda a: a.T)  # as (batch, units)
         if self.return_sequences:
-            y[:, :steps] = self.outs[1:].transpose(2, 0, 1)
+            y[:, :steps] = self.outs[1:].transpose((1, 0, 2) if self.batch_major else (2, 0, 1))
         else:
-            y[:, 0] = self.outs[steps].T
+            y[:, 0] = step(self.outs[steps])
         if self.return_state:
             for j, s in enumerate(self.states):
-                y[:, seq + j] = s[steps].T
+                y[:, seq + j] = step(s[steps])
         return y
 
     def _h_in(self, xp, t):
@@ -244,42 +244,105 @@ class _SimpleRNN(_Recurrence):
 
 class _LSTM(_Recurrence):
     """Keras's LSTM step: gates ``i, f, c~, o``; ``c_t = f c_{t-1} + i c~``; ``h_t = o act(c_t)``.
-    The gate arithmetic of a step is one call of the backend kernel ``lstm_gates`` (and
-    ``lstm_gates_grad`` back), on transposed views of the gate-major arrays."""
+
+    Unlike the other cells it works *batch-major*, ``(time, batch, units)`` arrays with the gates
+    as column blocks of ``(time, batch, 4 units)``, the layout of the backend kernels
+    ``lstm_gates`` (one call per step forward) and ``lstm_gates_grad`` (one per step back), so
+    every weight gradient is one GEMM over all steps: ``(time * batch)`` rows against the stored
+    inputs, outputs and pre-activation gradients. Per step only the recurrent GEMMs
+    ``h_{t-1} @ recurrent_kernel`` and ``dz_t @ recurrent_kernel.T`` remain.
+    """
 
     n_states = 2
     n_gates = 4
-    fused_gates = True
+    batch_major = True
 
-    def _gate_names(self):
-        act, rec = self.activations
-        return (rec, rec, act, rec)
+    def forward(self, x, kernel, recurrent_kernel, *rest):
+        xp, be = self.xp, self.backend
+        bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
+        batch, steps, features = x.shape
+        u, gu = self.units, 4 * self.units
+        xs = x.transpose(1, 0, 2)
+        self.xs = xp.ascontiguousarray(xs[::-1] if self.go_backwards else xs)
+        self.kernel, self.rk = kernel, recurrent_kernel
+        self.z = be.empty((steps, batch, gu), x.dtype)  # pre-activations, then the gates
+        xp.matmul(self.xs.reshape(-1, features), kernel, out=self.z.reshape(-1, gu))
+        if bias is not None:
+            self.z += bias
+        self.states = [be.empty((steps + 1, batch, u), x.dtype) for _ in range(2)]
+        for s, s0 in zip(self.states, states):
+            s[0] = s0
+        self.tc = be.empty((steps, batch, u), x.dtype)  # act(c_t) before any masking
+        self.rmask_t = self.rmask
+        self.h_in = xp.empty((batch, u), x.dtype) if self.rmask is not None else None
+        hz = xp.empty((batch, gu), x.dtype)
+        keep = self._time_major_mask(xp, steps)
+        self.outs = self.states[0] if keep is None else xp.zeros_like(self.states[0])
+        h, c = self.states
+        for t in range(steps):
+            xp.matmul(self._h_in(xp, t), recurrent_kernel, out=hz)
+            be.lstm_gates(self.z[t], c[t], *self.activations, out=(h[t + 1], c[t + 1], self.tc[t]),
+                          hz=hz)
+            if keep is not None:
+                self._carry(xp, t, keep[t])
+        return self._pack(xp, batch, steps)
 
-    def _prepare(self, xp, batch, steps, dtype):
-        self.tc = xp.empty((steps, self.units, batch), dtype)  # act(c_t) before any masking
-
-    def _step(self, xp, t):
-        z = self.z[t]
-        xp.matmul(self.rk_f.T, self._h_in(xp, t), out=self.buf)
-        z += self.buf
-        self.backend.lstm_gates(z.T, self.states[1][t].T, *self.activations,
-                                out=(self.states[0][t + 1].T, self.states[1][t + 1].T,
-                                     self.tc[t].T))
+    def backward(self, gy):
+        xp = self.xp
+        steps, batch, gu = self.z.shape
+        u = self.units
+        seq = steps if self.return_sequences else 1
+        d_states = [xp.zeros((batch, u), gy.dtype) for _ in range(2)]
+        if self.return_state:
+            for j, d in enumerate(d_states):
+                d += gy[:, seq + j]
+        g_out = gy[:, :steps].transpose(1, 0, 2) if self.return_sequences else None
+        d_out = xp.zeros_like(d_states[0]) if self.keep is not None else None
+        self.dz = self.backend.empty((steps, batch, gu), gy.dtype)  # all steps' dz, for the GEMMs
+        self.dc_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
+        self.dh_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
+        for t in range(steps - 1, -1, -1):
+            g = g_out[t] if g_out is not None else gy[:, 0] if t == steps - 1 else None
+            if self.keep is None:
+                if g is not None:
+                    d_states[0] += g
+                d_states = self._step_back(xp, t, d_states)
+            else:
+                d_states, d_out = self._masked_step_back(xp, t, d_states, d_out, g)
+        return self._weight_grads(xp) + tuple(d_states)
 
     def _step_back(self, xp, t, d_states):
+        """``dz_t`` into ``self.dz[t]``; returns the gradients of ``h_{t-1}`` and ``c_{t-1}``.
+        Two buffers each: a step never writes the one it reads."""
         dh, dc = d_states
-        dc_prev = self.dc_buffers[t % 2]  # two buffers: a step never writes the one it reads
-        self.backend.lstm_gates_grad(self.z[t].T, self.states[1][t].T, self.tc[t].T, dh.T,
-                                     dc.T, *self.activations, out=(self.dz.T, dc_prev.T))
-        self._accumulate_recurrent(xp, self._h_in(xp, t), self.dz)
-        dh = xp.matmul(self.rk, self.dz)
+        dz, dc_prev = self.dz[t], self.dc_buffers[t % 2]
+        self.backend.lstm_gates_grad(self.z[t], self.states[1][t], self.tc[t], dh, dc,
+                                     *self.activations, out=(dz, dc_prev))
+        dh = xp.matmul(dz, self.rk.T, out=self.dh_buffers[t % 2])
         if self.rmask is not None:
-            dh *= self.rmask_t
+            dh *= self.rmask
         return [dh, dc_prev]
 
-    def _prepare_back(self, xp, batch, steps, dtype):
-        super()._prepare_back(xp, batch, steps, dtype)
-        self.dc_buffers = [xp.empty((self.units, batch), dtype) for _ in range(2)]
+    def _weight_grads(self, xp):
+        """Gradients of x, kernel, recurrent_kernel (and bias), each one GEMM over all steps."""
+        steps, batch, gu = self.dz.shape
+        need = self.needs_grad
+        dz = self.dz.reshape(-1, gu)
+        gx = gk = grk = None
+        if need[0]:
+            gx = (dz @ self.kernel.T).reshape(steps, batch, -1)
+            gx = (gx[::-1] if self.go_backwards else gx).transpose(1, 0, 2)
+        if need[1]:
+            gk = self.xs.reshape(-1, self.xs.shape[2]).T @ dz
+        if need[2]:
+            h_in = self.states[0][:steps]
+            if self.rmask is not None:
+                h_in = h_in * self.rmask
+            grk = h_in.reshape(-1, self.units).T @ dz
+        out = (gx, gk, grk)
+        if self.use_bias:
+            out += (xp.ones(dz.shape[0], dz.dtype) @ dz if need[3] else None,)
+        return out
 
 
 class _GRU(_Recurrence):
