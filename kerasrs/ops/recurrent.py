@@ -246,11 +246,13 @@ class _LSTM(_Recurrence):
     """Keras's LSTM step: gates ``i, f, c~, o``; ``c_t = f c_{t-1} + i c~``; ``h_t = o act(c_t)``.
 
     Unlike the other cells it works *batch-major*, ``(time, batch, units)`` arrays with the gates
-    as column blocks of ``(time, batch, 4 units)``, the layout of the backend kernels
-    ``lstm_gates`` (one call per step forward) and ``lstm_gates_grad`` (one per step back), so
-    every weight gradient is one GEMM over all steps: ``(time * batch)`` rows against the stored
-    inputs, outputs and pre-activation gradients. Per step only the recurrent GEMMs
-    ``h_{t-1} @ recurrent_kernel`` and ``dz_t @ recurrent_kernel.T`` remain.
+    as column blocks of ``(time, batch, 4 units)``: the layout of the backend kernels
+    ``lstm_gates`` (one call per step forward) and ``lstm_gates_grad`` (one per step back).
+    Each step's pre-activations are one GEMM, ``[x_t, h_{t-1}, 1] @ [kernel; recurrent_kernel;
+    bias]``, from a ``(time, batch, features + units + 1)`` array that also serves backward:
+    the kernel, recurrent-kernel and bias gradients are then one GEMM over all steps (a GEMM
+    with ``features`` rows of inner dimension, as a separate input projection needs, runs at
+    half the rate of the larger ones). Per step back only ``dz_t @ recurrent_kernel.T`` remains.
     """
 
     n_states = 2
@@ -261,28 +263,31 @@ class _LSTM(_Recurrence):
         xp, be = self.xp, self.backend
         bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
         batch, steps, features = x.shape
-        u, gu = self.units, 4 * self.units
-        xs = x.transpose(1, 0, 2)
-        self.xs = xp.ascontiguousarray(xs[::-1] if self.go_backwards else xs)
+        u, f = self.units, features
         self.kernel, self.rk = kernel, recurrent_kernel
-        self.z = be.empty((steps, batch, gu), x.dtype)  # pre-activations, then the gates
-        xp.matmul(self.xs.reshape(-1, features), kernel, out=self.z.reshape(-1, gu))
+        # [x_t, h_{t-1} (after recurrent dropout), 1] for every step, and the stacked weights
+        self.xh = be.empty((steps, batch, f + u + (bias is not None)), x.dtype)
+        xs = x.transpose(1, 0, 2)
+        self.xh[:, :, :f] = xs[::-1] if self.go_backwards else xs
         if bias is not None:
-            self.z += bias
+            self.xh[:, :, f + u] = 1
+        w = xp.concatenate([kernel, recurrent_kernel] + ([bias[None]] if bias is not None else []))
+        self.z = be.empty((steps, batch, 4 * u), x.dtype)  # pre-activations, then the gates
         self.states = [be.empty((steps + 1, batch, u), x.dtype) for _ in range(2)]
         for s, s0 in zip(self.states, states):
             s[0] = s0
         self.tc = be.empty((steps, batch, u), x.dtype)  # act(c_t) before any masking
-        self.rmask_t = self.rmask
-        self.h_in = xp.empty((batch, u), x.dtype) if self.rmask is not None else None
-        hz = xp.empty((batch, gu), x.dtype)
         keep = self._time_major_mask(xp, steps)
         self.outs = self.states[0] if keep is None else xp.zeros_like(self.states[0])
         h, c = self.states
         for t in range(steps):
-            xp.matmul(self._h_in(xp, t), recurrent_kernel, out=hz)
-            be.lstm_gates(self.z[t], c[t], *self.activations, out=(h[t + 1], c[t + 1], self.tc[t]),
-                          hz=hz)
+            h_in = self.xh[t, :, f:f + u]
+            if self.rmask is None:
+                h_in[...] = h[t]
+            else:
+                xp.multiply(h[t], self.rmask, out=h_in)
+            xp.matmul(self.xh[t], w, out=self.z[t])
+            be.lstm_gates(self.z[t], c[t], *self.activations, out=(h[t + 1], c[t + 1], self.tc[t]))
             if keep is not None:
                 self._carry(xp, t, keep[t])
         return self._pack(xp, batch, steps)
@@ -301,48 +306,46 @@ class _LSTM(_Recurrence):
         self.dz = self.backend.empty((steps, batch, gu), gy.dtype)  # all steps' dz, for the GEMMs
         self.dc_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
         self.dh_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
+        need_states = any(self.needs_grad[-2:])  # else the first step needs no dh_{t-1} GEMM
         for t in range(steps - 1, -1, -1):
             g = g_out[t] if g_out is not None else gy[:, 0] if t == steps - 1 else None
             if self.keep is None:
                 if g is not None:
                     d_states[0] += g
-                d_states = self._step_back(xp, t, d_states)
+                d_states = self._step_back(xp, t, d_states, t > 0 or need_states)
             else:
                 d_states, d_out = self._masked_step_back(xp, t, d_states, d_out, g)
         return self._weight_grads(xp) + tuple(d_states)
 
-    def _step_back(self, xp, t, d_states):
+    def _step_back(self, xp, t, d_states, need_dh=True):
         """``dz_t`` into ``self.dz[t]``; returns the gradients of ``h_{t-1}`` and ``c_{t-1}``.
         Two buffers each: a step never writes the one it reads."""
         dh, dc = d_states
         dz, dc_prev = self.dz[t], self.dc_buffers[t % 2]
         self.backend.lstm_gates_grad(self.z[t], self.states[1][t], self.tc[t], dh, dc,
                                      *self.activations, out=(dz, dc_prev))
+        if not need_dh:
+            return [None, None]
         dh = xp.matmul(dz, self.rk.T, out=self.dh_buffers[t % 2])
         if self.rmask is not None:
             dh *= self.rmask
         return [dh, dc_prev]
 
     def _weight_grads(self, xp):
-        """Gradients of x, kernel, recurrent_kernel (and bias), each one GEMM over all steps."""
+        """Gradients of x (one GEMM) and of kernel, recurrent_kernel and bias (together one
+        GEMM: ``[x, h_in, 1].T @ dz`` over all steps)."""
         steps, batch, gu = self.dz.shape
-        need = self.needs_grad
+        need, f, u = self.needs_grad, self.kernel.shape[0], self.units
         dz = self.dz.reshape(-1, gu)
-        gx = gk = grk = None
+        gx = None
         if need[0]:
-            gx = (dz @ self.kernel.T).reshape(steps, batch, -1)
+            gx = (dz @ self.kernel.T).reshape(steps, batch, f)
             gx = (gx[::-1] if self.go_backwards else gx).transpose(1, 0, 2)
-        if need[1]:
-            gk = self.xs.reshape(-1, self.xs.shape[2]).T @ dz
-        if need[2]:
-            h_in = self.states[0][:steps]
-            if self.rmask is not None:
-                h_in = h_in * self.rmask
-            grk = h_in.reshape(-1, self.units).T @ dz
-        out = (gx, gk, grk)
+        gw = self.xh.reshape(-1, self.xh.shape[2]).T @ dz if any(need[1:3 + self.use_bias]) else None
+        grads = [gw[:f] if need[1] else None, gw[f:f + u] if need[2] else None]
         if self.use_bias:
-            out += (xp.ones(dz.shape[0], dz.dtype) @ dz if need[3] else None,)
-        return out
+            grads.append(gw[f + u] if need[3] else None)
+        return (gx, *grads)
 
 
 class _GRU(_Recurrence):
