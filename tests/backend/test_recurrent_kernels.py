@@ -1,0 +1,142 @@
+"""The compiled LSTM gate kernels (`cpu_kernels.lstm_gates`, `lstm_gates_grad`) against their
+NumPy twins in `Backend` (float32 and float64, odd sizes, size 1, non-contiguous arrays), the
+vectorized float32 sigmoid/tanh they use against float64 over the whole float32 range, and the
+LSTM op without numba (the twins then run)."""
+
+import numpy as np
+import pytest
+
+import kerasrs
+from kerasrs.autodiff import GradientTape, Tensor
+from kerasrs.backend import numpy_backend
+from kerasrs.backend.base import Backend
+from kerasrs.ops import recurrent as rnn_ops
+
+pytest.importorskip("numba")
+
+ACTS = [("tanh", "sigmoid"), ("sigmoid", "tanh"), ("relu", "sigmoid"), ("tanh", "linear"),
+        ("linear", "relu")]
+SHAPES = [(1, 1), (5, 3), (33, 17)]
+
+
+@pytest.fixture
+def be():
+    return kerasrs.backend.get("numpy")
+
+
+def _tol(dtype):
+    return 1e-12 if dtype == np.float64 else 3e-6
+
+
+def _array(rng, shape, dtype, contiguous, scale=1.0):
+    """``shape`` normals as ``dtype``; when not ``contiguous``, every other column of a wider
+    array (a view with a row stride that is not its width)."""
+    a = (rng.standard_normal(shape) * scale).astype(dtype)
+    if contiguous:
+        return a
+    wide = np.zeros((shape[0], 2 * shape[1]), dtype)
+    wide[:, ::2] = a
+    return wide[:, ::2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("acts", ACTS)
+@pytest.mark.parametrize("n,u", SHAPES)
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize("with_hz", [True, False])
+def test_lstm_gates_kernel_matches_twin(be, rng, dtype, acts, n, u, contiguous, with_hz):
+    z = _array(rng, (n, 4 * u), dtype, contiguous, scale=3.0)
+    hz = _array(rng, (n, 4 * u), dtype, contiguous) if with_hz else None
+    c_prev = _array(rng, (n, u), dtype, contiguous)
+    z_ref, z_got = z.copy(), z.copy()
+    ref = Backend.lstm_gates(be, z_ref, c_prev, *acts, hz=hz)
+    out = tuple(_array(rng, (n, u), dtype, contiguous) for _ in range(3))
+    got = be.lstm_gates(z_got, c_prev, *acts, out=out, hz=hz)
+    assert all(g is o for g, o in zip(got, out))
+    for g, r in zip(got + (z_got,), ref + (z_ref,)):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("acts", ACTS)
+@pytest.mark.parametrize("n,u", SHAPES)
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_lstm_gates_grad_kernel_matches_twin(be, rng, dtype, acts, n, u, contiguous):
+    gates = _array(rng, (n, 4 * u), dtype, True, scale=3.0)
+    c_prev = _array(rng, (n, u), dtype, contiguous)
+    _, _, tc = Backend.lstm_gates(be, gates, c_prev, *acts)
+    if not contiguous:
+        wide = np.zeros((n, 8 * u), dtype)
+        wide[:, ::2] = gates
+        gates, tc = wide[:, ::2], tc[:, ::-1][:, ::-1]
+    dh, dc = _array(rng, (n, u), dtype, contiguous), _array(rng, (n, u), dtype, contiguous)
+    ref = Backend.lstm_gates_grad(be, gates, c_prev, tc, dh, dc, *acts)
+    got = be.lstm_gates_grad(gates, c_prev, tc, dh, dc, *acts)
+    for g, r in zip(got, ref):
+        assert g.dtype == dtype and g.shape == r.shape
+        np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
+
+
+def _ulps(got, ref):
+    """Distance of float32 ``got`` from the float64 ``ref`` in float32 units in the last place
+    of the rounded reference (equal values, both NaN: 0)."""
+    r32 = ref.astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        d = np.abs(got.astype(np.float64) - ref) / np.spacing(np.abs(r32)).astype(np.float64)
+    d[(got == r32) | (np.isnan(got) & np.isnan(ref))] = 0
+    return d
+
+
+def test_float32_sigmoid_and_tanh_are_accurate_over_the_whole_range(be):
+    """Every 251st float32 bit pattern (all exponents, both signs, subnormals), infinities, NaN
+    and signed zeros, through the kernel's input, forget (sigmoid) and cell (tanh) gates."""
+    bits = np.arange(0, 2 ** 32, 251, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    special = np.float32([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.0, -88.0,
+                          104.0, -104.0, 0.625, -0.625, 0.6249999])
+    x = np.concatenate([bits, special])
+    u = x.size
+    z = np.zeros((1, 4 * u), np.float32)
+    z[0, :u] = x      # input gate: sigmoid
+    z[0, 2 * u:3 * u] = x  # candidate: tanh
+    be.lstm_gates(z, np.zeros((1, u), np.float32), "tanh", "sigmoid")
+    with np.errstate(over="ignore", invalid="ignore"):  # (signaling NaN patterns)
+        x64 = x.astype(np.float64)
+        sigmoid, tanh = 1 / (1 + np.exp(-x64)), np.tanh(x64)
+    assert _ulps(z[0, :u], sigmoid).max() <= 3
+    assert _ulps(z[0, 2 * u:3 * u], tanh).max() <= 3
+    tail = z[0, u - special.size:u], z[0, 3 * u - special.size:3 * u]
+    np.testing.assert_array_equal(tail[0][:5], [1, 0, np.nan, 0.5, 0.5])
+    np.testing.assert_array_equal(tail[1][:5], [1, -1, np.nan, 0, 0])
+    assert np.signbit(tail[1][4]) and tail[1][6] == np.float32(-1e-30)  # tanh keeps -0, tiny x
+
+
+def _lstm_loss_and_grads(x, k, rk, b, mask):
+    args = [Tensor(a) for a in (x, k, rk, b)]
+    with GradientTape() as tape:
+        for a in args:
+            tape.watch(a)
+        y = rnn_ops.lstm(*args, mask=mask, return_sequences=True)
+        loss = (y * y).sum()
+    return [loss.data] + [g.data for g in tape.gradient(loss, args)]
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_lstm_op_without_numba_runs_the_twins_and_agrees(monkeypatch, rng, masked):
+    f, u = 5, 7
+    x = rng.standard_normal((3, 4, f)).astype(np.float32)
+    k = (rng.standard_normal((f, 4 * u)) * 0.5).astype(np.float32)
+    rk = (rng.standard_normal((u, 4 * u)) * 0.5).astype(np.float32)
+    b = rng.standard_normal(4 * u).astype(np.float32)
+    mask = np.array([[1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 0]], bool) if masked else None
+    compiled = _lstm_loss_and_grads(x, k, rk, b, mask)
+    monkeypatch.setattr(numpy_backend, "_kernels", [None])  # as if numba were missing
+    calls = []
+    for name in ("lstm_gates", "lstm_gates_grad"):
+        twin = getattr(Backend, name)
+        monkeypatch.setattr(Backend, name, lambda self, *a, _twin=twin, _name=name, **kw:
+                            calls.append(_name) or _twin(self, *a, **kw))
+    plain = _lstm_loss_and_grads(x, k, rk, b, mask)
+    assert calls.count("lstm_gates") == 4 and calls.count("lstm_gates_grad") == 4
+    for p, c in zip(plain, compiled):
+        np.testing.assert_allclose(p, c, rtol=2e-5, atol=2e-5)
