@@ -552,7 +552,7 @@ class Backend:
         r = self._gate(xz[:, u:2 * u] + hz[:, u:2 * u], recurrent_activation)
         hh = self._gate(xz[:, 2 * u:] + r * hz[:, 2 * u:], activation)
         xz[:, :u], xz[:, u:2 * u], xz[:, 2 * u:] = z, r, hh
-        return _write_out(out, (z * h_prev + (1 - z) * hh,))[0]
+        return _write_out(None if out is None else (out,), (z * h_prev + (1 - z) * hh,))[0]
 
     def gru_gates_grad(self, gates, hz, h_prev, dh, activation="tanh",
                        recurrent_activation="sigmoid", out=None):

@@ -390,6 +390,16 @@ def _gate_impl(x, code):
     return impl
 
 
+def _one(x):
+    """1 in ``x``'s float type."""
+
+
+@overload(_one)
+def _one_impl(x):
+    one = np.float32(1.0) if x == types.float32 else 1.0
+    return lambda x: one
+
+
 def _gate_derivative(y, code):
     """The gate activation's derivative from its output ``y``."""
 
@@ -471,3 +481,49 @@ def lstm_gates_grad(gates, c_prev, tc, dh, dc, act, ract, dz, dc_prev, start, st
             _lstm_grad_row(gates, c_prev, tc, dh, dc, 3, 2, dz, dc_prev, i)
         else:
             _lstm_grad_row(gates, c_prev, tc, dh, dc, act, ract, dz, dc_prev, i)
+
+
+@kernel
+def _gru_row(xz, hz, h_prev, act, ract, h, i):
+    u = h_prev.shape[1]
+    for j in range(u):
+        zg = _gate(xz[i, j] + hz[i, j], ract)
+        r = _gate(xz[i, u + j] + hz[i, u + j], ract)
+        hh = _gate(xz[i, 2 * u + j] + r * hz[i, 2 * u + j], act)
+        xz[i, j], xz[i, u + j], xz[i, 2 * u + j] = zg, r, hh
+        h[i, j] = zg * h_prev[i, j] + (_one(zg) - zg) * hh
+
+
+@kernel
+def gru_gates(xz, hz, h_prev, act, ract, h, start, stop):
+    """`Backend.gru_gates` for rows ``start:stop``."""
+    default = act == DEFAULT_GATES[0] and ract == DEFAULT_GATES[1]
+    for i in range(start, stop):
+        if default:
+            _gru_row(xz, hz, h_prev, 3, 2, h, i)
+        else:
+            _gru_row(xz, hz, h_prev, act, ract, h, i)
+
+
+@kernel
+def _gru_grad_row(gates, hz, h_prev, dh, act, ract, dxz, dhz, dh_prev, i):
+    u = h_prev.shape[1]
+    for j in range(u):
+        zg, r, hh, d = gates[i, j], gates[i, u + j], gates[i, 2 * u + j], dh[i, j]
+        dhh = d * (_one(zg) - zg) * _gate_derivative(hh, act)
+        dzz = d * (h_prev[i, j] - hh) * _gate_derivative(zg, ract)
+        dr = dhh * hz[i, 2 * u + j] * _gate_derivative(r, ract)
+        dxz[i, j], dxz[i, u + j], dxz[i, 2 * u + j] = dzz, dr, dhh
+        dhz[i, j], dhz[i, u + j], dhz[i, 2 * u + j] = dzz, dr, dhh * r
+        dh_prev[i, j] = d * zg
+
+
+@kernel
+def gru_gates_grad(gates, hz, h_prev, dh, act, ract, dxz, dhz, dh_prev, start, stop):
+    """`Backend.gru_gates_grad` for rows ``start:stop``."""
+    default = act == DEFAULT_GATES[0] and ract == DEFAULT_GATES[1]
+    for i in range(start, stop):
+        if default:
+            _gru_grad_row(gates, hz, h_prev, dh, 3, 2, dxz, dhz, dh_prev, i)
+        else:
+            _gru_grad_row(gates, hz, h_prev, dh, act, ract, dxz, dhz, dh_prev, i)

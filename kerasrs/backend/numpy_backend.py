@@ -269,6 +269,31 @@ class NumpyBackend(base.Backend):
                           _CODES[recurrent_activation], dz, dc_prev, 0, gates.shape[0])
         return dz, dc_prev
 
+    def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
+                  out=None):
+        k = _compiled_for(xz)
+        arrays = (xz, hz, h_prev) + (() if out is None else (out,))
+        if k is None or not _gate_kernel_ok(xz, arrays, activation, recurrent_activation):
+            return super().gru_gates(xz, hz, h_prev, activation, recurrent_activation, out)
+        h = out if out is not None else np.empty(h_prev.shape, xz.dtype)
+        k.gru_gates(xz, hz, h_prev, _CODES[activation], _CODES[recurrent_activation], h, 0,
+                    xz.shape[0])
+        return h
+
+    def gru_gates_grad(self, gates, hz, h_prev, dh, activation="tanh",
+                       recurrent_activation="sigmoid", out=None):
+        k = _compiled_for(gates)
+        arrays = (gates, hz, h_prev, dh) + (() if out is None else out)
+        if k is None or not _gate_kernel_ok(gates, arrays, activation, recurrent_activation):
+            return super().gru_gates_grad(gates, hz, h_prev, dh, activation,
+                                          recurrent_activation, out)
+        dxz, dhz, dh_prev = out if out is not None else (
+            np.empty(gates.shape, gates.dtype), np.empty(gates.shape, gates.dtype),
+            np.empty(h_prev.shape, gates.dtype))
+        k.gru_gates_grad(gates, hz, h_prev, dh, _CODES[activation], _CODES[recurrent_activation],
+                         dxz, dhz, dh_prev, 0, gates.shape[0])
+        return dxz, dhz, dh_prev
+
 
 _CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
 _COST = {"linear": 1, "relu": 1, "sigmoid": 8, "tanh": 8}  # work per element, in copies

@@ -444,6 +444,117 @@ class _GRU(_Recurrence):
         return xp.stack([gb, self.gbr @ xp.ones(self.gbr.shape[1], self.gbr.dtype)])
 
 
+class _GRUResetAfter(_Recurrence):
+    """Keras's default GRU (``reset_after=True``), batch-major like `_LSTM`: the input
+    projection ``x @ kernel + input_bias`` of all steps is one GEMM; per step
+    ``[h_{t-1}, 1] @ [recurrent_kernel; recurrent_bias]`` is one GEMM and the gate arithmetic
+    one call of the backend kernel ``gru_gates`` (``gru_gates_grad`` back); the weight and bias
+    gradients are two GEMMs over all steps."""
+
+    n_gates = 3
+    batch_major = True
+
+    def __init__(self, *args, reset_after=True, **kwargs):
+        super().__init__(*args, **kwargs)
+
+    def forward(self, x, kernel, recurrent_kernel, *rest):
+        xp, be = self.xp, self.backend
+        bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
+        batch, steps, features = x.shape
+        u, gu = self.units, 3 * self.units
+        xs = x.transpose(1, 0, 2)
+        self.xs = xp.ascontiguousarray(xs[::-1] if self.go_backwards else xs)
+        self.kernel, self.rk = kernel, recurrent_kernel
+        self.xz = be.empty((steps, batch, gu), x.dtype)  # input projections, then the gates
+        xp.matmul(self.xs.reshape(-1, features), kernel, out=self.xz.reshape(-1, gu))
+        # [h_{t-1} (after recurrent dropout), 1] per step, and the stacked recurrent weights
+        self.h1 = be.empty((steps, batch, u + (bias is not None)), x.dtype)
+        w = recurrent_kernel
+        if bias is not None:
+            self.xz += bias[0]
+            self.h1[:, :, u] = 1
+            w = xp.concatenate([recurrent_kernel, bias[1][None]])
+        self.hz = be.empty((steps, batch, gu), x.dtype)  # recurrent projections
+        self.states = [be.empty((steps + 1, batch, u), x.dtype)]
+        h = self.states[0]
+        h[0] = states[0]
+        keep = self._time_major_mask(xp, steps)
+        self.outs = h if keep is None else xp.zeros_like(h)
+        for t in range(steps):
+            h_in = self.h1[t, :, :u]
+            if self.rmask is None:
+                h_in[...] = h[t]
+            else:
+                xp.multiply(h[t], self.rmask, out=h_in)
+            xp.matmul(self.h1[t], w, out=self.hz[t])
+            be.gru_gates(self.xz[t], self.hz[t], h[t], *self.activations, out=h[t + 1])
+            if keep is not None:
+                self._carry(xp, t, keep[t])
+        return self._pack(xp, batch, steps)
+
+    def backward(self, gy):
+        xp = self.xp
+        steps, batch, gu = self.xz.shape
+        u = self.units
+        seq = steps if self.return_sequences else 1
+        d_states = [xp.zeros((batch, u), gy.dtype)]
+        if self.return_state:
+            d_states[0] += gy[:, seq]
+        g_out = gy[:, :steps].transpose(1, 0, 2) if self.return_sequences else None
+        d_out = xp.zeros_like(d_states[0]) if self.keep is not None else None
+        self.dxz = self.backend.empty((steps, batch, gu), gy.dtype)
+        self.dhz = self.backend.empty((steps, batch, gu), gy.dtype)
+        self.dh_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
+        self.dh_direct = xp.empty((batch, u), gy.dtype)
+        need_state = self.needs_grad[-1]
+        for t in range(steps - 1, -1, -1):
+            g = g_out[t] if g_out is not None else gy[:, 0] if t == steps - 1 else None
+            if self.keep is None:
+                if g is not None:
+                    d_states[0] += g
+                d_states = self._step_back(xp, t, d_states, t > 0 or need_state)
+            else:
+                d_states, d_out = self._masked_step_back(xp, t, d_states, d_out, g)
+        return self._weight_grads(xp) + tuple(d_states)
+
+    def _step_back(self, xp, t, d_states, need_dh=True):
+        """``dxz_t``, ``dhz_t`` into their arrays; returns the gradient of ``h_{t-1}``."""
+        dxz, dhz = self.dxz[t], self.dhz[t]
+        self.backend.gru_gates_grad(self.xz[t], self.hz[t], self.states[0][t], d_states[0],
+                                    *self.activations, out=(dxz, dhz, self.dh_direct))
+        if not need_dh:
+            return [None]
+        dh = xp.matmul(dhz, self.rk.T, out=self.dh_buffers[t % 2])
+        if self.rmask is not None:
+            dh *= self.rmask
+        dh += self.dh_direct
+        return [dh]
+
+    def _weight_grads(self, xp):
+        """Gradients of x and kernel (GEMMs on ``dxz``), recurrent_kernel and the recurrent bias
+        (one GEMM ``[h_in, 1].T @ dhz``) and the input bias (a column sum)."""
+        steps, batch, gu = self.dxz.shape
+        need, u = self.needs_grad, self.units
+        dxz, dhz = self.dxz.reshape(-1, gu), self.dhz.reshape(-1, gu)
+        gx = gk = None
+        if need[0]:
+            gx = (dxz @ self.kernel.T).reshape(steps, batch, -1)
+            gx = (gx[::-1] if self.go_backwards else gx).transpose(1, 0, 2)
+        if need[1]:
+            gk = self.xs.reshape(-1, self.xs.shape[2]).T @ dxz
+        grads = (gx, gk)
+        bias_grad = self.use_bias and need[3]
+        if need[2] or bias_grad:
+            gw = self.h1.reshape(-1, self.h1.shape[2]).T @ dhz
+            grads += (gw[:u] if need[2] else None,)
+        else:
+            grads += (None,)
+        if self.use_bias:
+            ones = xp.ones(dxz.shape[0], dxz.dtype)
+            grads += (xp.stack([ones @ dxz, gw[u]]) if bias_grad else None,)
+        return grads
+
+
 # -- public functions ------------------------------------------------------------------------------
 def _run(cls, who, inputs, states, kernel, recurrent_kernel, bias, units, gates, activations,
          mask, recurrent_dropout_mask, go_backwards, return_sequences, return_state,
@@ -605,7 +716,8 @@ def gru(inputs, kernel, recurrent_kernel, bias=None, initial_state=None, mask=No
     if bias is not None:
         _expect("gru", "bias", bias, (2, 3 * units) if reset_after else (3 * units,))
     h0 = _zeros_state(inputs, units) if initial_state is None else initial_state
-    return _run(_GRU, "gru", inputs, [h0], kernel, recurrent_kernel, bias, units, 3,
+    return _run(_GRUResetAfter if reset_after else _GRU, "gru", inputs, [h0], kernel,
+                recurrent_kernel, bias, units, 3,
                 (activation, recurrent_activation), mask, recurrent_dropout_mask, go_backwards,
                 return_sequences, return_state, zero_output_for_mask, reset_after=reset_after)
 

@@ -1,5 +1,5 @@
-"""The compiled LSTM gate kernels (`cpu_kernels.lstm_gates`, `lstm_gates_grad`) against their
-NumPy twins in `Backend` (float32 and float64, odd sizes, size 1, non-contiguous arrays), the
+"""The compiled LSTM and GRU gate kernels (`cpu_kernels.lstm_gates`, `lstm_gates_grad`,
+`gru_gates`, `gru_gates_grad`) against their NumPy twins in `Backend` (float32 and float64, odd sizes, size 1, non-contiguous arrays), the
 vectorized float32 sigmoid/tanh they use against float64 over the whole float32 range, and the
 LSTM op without numba (the twins then run)."""
 
@@ -78,6 +78,27 @@ def test_lstm_gates_grad_kernel_matches_twin(be, rng, dtype, acts, n, u, contigu
         np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("acts", ACTS)
+@pytest.mark.parametrize("n,u", SHAPES)
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_gru_gates_kernels_match_twins(be, rng, dtype, acts, n, u, contiguous):
+    xz = _array(rng, (n, 3 * u), dtype, contiguous, scale=3.0)
+    hz, h_prev = _array(rng, (n, 3 * u), dtype, contiguous), _array(rng, (n, u), dtype, contiguous)
+    xz_ref, xz_got = xz.copy(), xz.copy()
+    ref = Backend.gru_gates(be, xz_ref, hz, h_prev, *acts)
+    out = _array(rng, (n, u), dtype, contiguous)
+    assert be.gru_gates(xz_got, hz, h_prev, *acts, out=out) is out
+    for g, r in ((out, ref), (xz_got, xz_ref)):
+        np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
+    dh = _array(rng, (n, u), dtype, contiguous)
+    ref = Backend.gru_gates_grad(be, xz_ref, hz, h_prev, dh, *acts)
+    got = be.gru_gates_grad(xz_ref, hz, h_prev, dh, *acts)
+    for g, r in zip(got, ref):
+        assert g.dtype == dtype and g.shape == r.shape
+        np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
+
+
 def _ulps(got, ref):
     """Distance of float32 ``got`` from the float64 ``ref`` in float32 units in the last place
     of the rounded reference (equal values, both NaN: 0)."""
@@ -111,32 +132,34 @@ def test_float32_sigmoid_and_tanh_are_accurate_over_the_whole_range(be):
     assert np.signbit(tail[1][4]) and tail[1][6] == np.float32(-1e-30)  # tanh keeps -0, tiny x
 
 
-def _lstm_loss_and_grads(x, k, rk, b, mask):
+def _loss_and_grads(op, x, k, rk, b, mask):
     args = [Tensor(a) for a in (x, k, rk, b)]
     with GradientTape() as tape:
         for a in args:
             tape.watch(a)
-        y = rnn_ops.lstm(*args, mask=mask, return_sequences=True)
+        y = op(*args, mask=mask, return_sequences=True)
         loss = (y * y).sum()
     return [loss.data] + [g.data for g in tape.gradient(loss, args)]
 
 
 @pytest.mark.parametrize("masked", [False, True])
-def test_lstm_op_without_numba_runs_the_twins_and_agrees(monkeypatch, rng, masked):
+@pytest.mark.parametrize("kind,gates", [("lstm", 4), ("gru", 3)])
+def test_op_without_numba_runs_the_twins_and_agrees(monkeypatch, rng, masked, kind, gates):
     f, u = 5, 7
     x = rng.standard_normal((3, 4, f)).astype(np.float32)
-    k = (rng.standard_normal((f, 4 * u)) * 0.5).astype(np.float32)
-    rk = (rng.standard_normal((u, 4 * u)) * 0.5).astype(np.float32)
-    b = rng.standard_normal(4 * u).astype(np.float32)
+    k = (rng.standard_normal((f, gates * u)) * 0.5).astype(np.float32)
+    rk = (rng.standard_normal((u, gates * u)) * 0.5).astype(np.float32)
+    b = rng.standard_normal((4 * u,) if kind == "lstm" else (2, 3 * u)).astype(np.float32)
     mask = np.array([[1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 0]], bool) if masked else None
-    compiled = _lstm_loss_and_grads(x, k, rk, b, mask)
+    op = getattr(rnn_ops, kind)
+    compiled = _loss_and_grads(op, x, k, rk, b, mask)
     monkeypatch.setattr(numpy_backend, "_kernels", [None])  # as if numba were missing
     calls = []
-    for name in ("lstm_gates", "lstm_gates_grad"):
+    for name in (f"{kind}_gates", f"{kind}_gates_grad"):
         twin = getattr(Backend, name)
         monkeypatch.setattr(Backend, name, lambda self, *a, _twin=twin, _name=name, **kw:
                             calls.append(_name) or _twin(self, *a, **kw))
-    plain = _lstm_loss_and_grads(x, k, rk, b, mask)
-    assert calls.count("lstm_gates") == 4 and calls.count("lstm_gates_grad") == 4
+    plain = _loss_and_grads(op, x, k, rk, b, mask)
+    assert calls.count(f"{kind}_gates") == 4 and calls.count(f"{kind}_gates_grad") == 4
     for p, c in zip(plain, compiled):
         np.testing.assert_allclose(p, c, rtol=2e-5, atol=2e-5)
