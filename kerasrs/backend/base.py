@@ -480,7 +480,8 @@ class Backend:
                 overwritten in place by the activated gates ``[i, f, c~, o]`` (the backward
                 pass needs them).
             c_prev: ``(n, units)`` previous cell state.
-            activation, recurrent_activation: "tanh", "sigmoid", "relu" or "linear".
+            activation, recurrent_activation: "tanh", "sigmoid", "relu", "linear" or
+                "hard_sigmoid".
             out: optional ``(h, c, tc)`` arrays ``(n, units)`` to write into.
             hz: optional ``(n, 4 units)`` added to ``z`` first (the recurrent projection, so
                 the caller's GEMM need not write into ``z``).
@@ -541,7 +542,8 @@ class Backend:
             hz: ``(n, 3 units)`` recurrent projection ``h_prev @ recurrent_kernel +
                 recurrent_bias``; not modified (the backward pass needs its h block).
             h_prev: ``(n, units)``.
-            activation, recurrent_activation: "tanh", "sigmoid", "relu" or "linear".
+            activation, recurrent_activation: "tanh", "sigmoid", "relu", "linear" or
+                "hard_sigmoid".
             out: optional ``(n, units)`` array for ``h``.
 
         Returns:
@@ -581,7 +583,7 @@ class Backend:
         return _write_out(out, (dxz, dhz, dh * z))
 
     def _gate(self, x, name):
-        """A gate activation (tanh/sigmoid/relu/linear) of a new array."""
+        """A gate activation (tanh/sigmoid/relu/linear/hard_sigmoid) of a new array."""
         if name == "sigmoid":
             return self.sigmoid(x)
         if name == "tanh":
@@ -590,6 +592,8 @@ class Backend:
             return self.xp.maximum(x, 0)
         if name == "linear":
             return x.copy()
+        if name == "hard_sigmoid":  # Keras 3: relu6(x + 3) / 6
+            return (self.xp.clip(x + 3, 0, 6) * (1 / 6)).astype(x.dtype, copy=False)
         raise ValueError(f"recurrent gates: activation must be one of {_GATE_ACTIVATIONS}. "
                          f"Received: {name!r}")
 
@@ -601,6 +605,8 @@ class Backend:
             return 1 - y * y
         if name == "relu":
             return (y > 0).astype(y.dtype)
+        if name == "hard_sigmoid":
+            return (((y > 0) & (y < 1)) * (1 / 6)).astype(y.dtype)
         return self.xp.ones_like(y)
 
     def __repr__(self):
@@ -608,7 +614,7 @@ class Backend:
 
 
 _BIAS_ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
-_GATE_ACTIVATIONS = ("tanh", "sigmoid", "relu", "linear")
+_GATE_ACTIVATIONS = ("tanh", "sigmoid", "relu", "linear", "hard_sigmoid")
 
 
 def _window_out(padded, window, strides, dilation):

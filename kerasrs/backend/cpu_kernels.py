@@ -16,7 +16,7 @@ over rows write one partial result per part, summed by the caller.
 which is also what lets LLVM vectorize loops that divide (Adam ran 3x faster with it).
 
 Every kernel has a reference twin in `kerasrs.backend.base.Backend`; tests compare them.
-Activation codes: 0 linear, 1 relu, 2 sigmoid, 3 tanh.
+Activation codes: 0 linear, 1 relu, 2 sigmoid, 3 tanh (recurrent gates also 4 hard_sigmoid).
 
 numba's ``math.exp``/``math.tanh`` are scalar libm calls (a vector ``exp`` needs Intel's SVML),
 so a loop full of them loses to NumPy's SIMD functions. The recurrent gate kernels use
@@ -377,7 +377,8 @@ def _gate(x, code):
 
 @overload(_gate, jit_options={"error_model": "numpy"})
 def _gate_impl(x, code):
-    zero = np.float32(0.0) if x == types.float32 else 0.0
+    f = np.float32 if x == types.float32 else np.float64
+    zero, three, six, sixth = f(0.0), f(3.0), f(6.0), f(1 / 6)
 
     def impl(x, code):
         if code == 2:
@@ -386,6 +387,8 @@ def _gate_impl(x, code):
             return _tanh(x)
         if code == 1:
             return max(x, zero)
+        if code == 4:  # hard_sigmoid, Keras 3: relu6(x + 3) / 6
+            return min(max(x + three, zero), six) * sixth
         return x
     return impl
 
@@ -406,7 +409,8 @@ def _gate_derivative(y, code):
 
 @overload(_gate_derivative, jit_options={"error_model": "numpy"})
 def _gate_derivative_impl(y, code):
-    zero, one = (np.float32(0.0), np.float32(1.0)) if y == types.float32 else (0.0, 1.0)
+    f = np.float32 if y == types.float32 else np.float64
+    zero, one, sixth = f(0.0), f(1.0), f(1 / 6)
 
     def impl(y, code):
         if code == 2:
@@ -415,6 +419,8 @@ def _gate_derivative_impl(y, code):
             return one - y * y
         if code == 1:
             return one if y > zero else zero
+        if code == 4:
+            return sixth if zero < y < one else zero
         return one
     return impl
 

@@ -252,8 +252,8 @@ class NumpyBackend(base.Backend):
         if k is None or not _gate_kernel_ok(z, arrays, activation, recurrent_activation):
             return super().lstm_gates(z, c_prev, activation, recurrent_activation, out, hz)
         h, c, tc = out if out is not None else (np.empty(c_prev.shape, z.dtype) for _ in range(3))
-        k.lstm_gates(z, z if hz is None else hz, hz is not None, c_prev, _CODES[activation],
-                     _CODES[recurrent_activation], h, c, tc, 0, z.shape[0])
+        k.lstm_gates(z, z if hz is None else hz, hz is not None, c_prev,
+                     *_gate_codes(activation, recurrent_activation), h, c, tc, 0, z.shape[0])
         return h, c, tc
 
     def lstm_gates_grad(self, gates, c_prev, tc, dh, dc, activation="tanh",
@@ -265,8 +265,8 @@ class NumpyBackend(base.Backend):
                                            recurrent_activation, out)
         dz, dc_prev = out if out is not None else (np.empty(gates.shape, gates.dtype),
                                                     np.empty(c_prev.shape, gates.dtype))
-        k.lstm_gates_grad(gates, c_prev, tc, dh, dc, _CODES[activation],
-                          _CODES[recurrent_activation], dz, dc_prev, 0, gates.shape[0])
+        k.lstm_gates_grad(gates, c_prev, tc, dh, dc, *_gate_codes(activation, recurrent_activation),
+                          dz, dc_prev, 0, gates.shape[0])
         return dz, dc_prev
 
     def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
@@ -276,7 +276,7 @@ class NumpyBackend(base.Backend):
         if k is None or not _gate_kernel_ok(xz, arrays, activation, recurrent_activation):
             return super().gru_gates(xz, hz, h_prev, activation, recurrent_activation, out)
         h = out if out is not None else np.empty(h_prev.shape, xz.dtype)
-        k.gru_gates(xz, hz, h_prev, _CODES[activation], _CODES[recurrent_activation], h, 0,
+        k.gru_gates(xz, hz, h_prev, *_gate_codes(activation, recurrent_activation), h, 0,
                     xz.shape[0])
         return h
 
@@ -290,12 +290,13 @@ class NumpyBackend(base.Backend):
         dxz, dhz, dh_prev = out if out is not None else (
             np.empty(gates.shape, gates.dtype), np.empty(gates.shape, gates.dtype),
             np.empty(h_prev.shape, gates.dtype))
-        k.gru_gates_grad(gates, hz, h_prev, dh, _CODES[activation], _CODES[recurrent_activation],
+        k.gru_gates_grad(gates, hz, h_prev, dh, *_gate_codes(activation, recurrent_activation),
                          dxz, dhz, dh_prev, 0, gates.shape[0])
         return dxz, dhz, dh_prev
 
 
 _CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
+_GATE_CODES = {**_CODES, "hard_sigmoid": 4}  # the recurrent gate kernels know one more
 _COST = {"linear": 1, "relu": 1, "sigmoid": 8, "tanh": 8}  # work per element, in copies
 _kernels = []  # [module] once numba imported, [None] if it is missing
 
@@ -330,11 +331,15 @@ def _compiled_for(x):
     return compiled_kernels()
 
 
+def _gate_codes(*activations):
+    return tuple(_GATE_CODES[a] for a in activations)
+
+
 def _gate_kernel_ok(z, arrays, *activations):
     """True when a recurrent gate kernel applies: 2-D arrays of ``z``'s dtype, known
     activations."""
     return (z.ndim == 2 and all(a.ndim == 2 and a.dtype == z.dtype for a in arrays)
-            and all(a in _CODES for a in activations))
+            and all(a in _GATE_CODES for a in activations))
 
 
 def _flat_ok(*arrays):

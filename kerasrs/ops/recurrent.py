@@ -1,22 +1,24 @@
 """Fused recurrences: a whole SimpleRNN, LSTM or GRU sequence as one differentiable op.
 
 Each public function (`simple_rnn`, `lstm`, `gru`) runs a complete sequence as one `Function`,
-so a tape records one op per layer call instead of ~20 per time step:
+so a tape records one op per layer call instead of ~20 per time step. Only the recurrent GEMM
+and the gate arithmetic loop over time, in place on preallocated arrays; backward is
+back-propagation through time by hand.
 
-* forward: the input projection ``x @ kernel + bias`` of all time steps is one batched GEMM;
-  only the recurrent product ``h @ recurrent_kernel`` and the gate arithmetic loop over time,
-  in place on preallocated arrays;
-* backward: back-propagation through time by hand. Each step's gate gradients live in one
-  reused buffer (they are never stored for the whole sequence): the previous state's gradient,
-  the recurrent-kernel and kernel gradients and the input gradient are small GEMMs on it.
+Two layouts:
 
-Layout: inside the op everything is *transposed*, ``(units, batch)`` per step and gate blocks as
-rows (``(4 units, batch)`` for an LSTM), so each gate block is one contiguous array; NumPy's
-elementwise loops are 2-3 times faster on contiguous blocks than on column slices.
-tanh and sigmoid gates share one ``exp``: the weights are pre-scaled per gate (``-1`` for a
-sigmoid, ``-2`` for a tanh gate), so ``r = 1 / (1 + exp(z'))`` is the sigmoid, and ``2 r - 1``
-the tanh, of the unscaled pre-activation. (NumPy's float32 ``exp`` is 1.5-3 times faster than
-its ``tanh`` on AVX2 machines.)
+* `_LSTM` and `_GRUResetAfter` (Keras's default GRU) are *batch-major*, ``(time, batch, rows)``
+  with the gates as column blocks: each step's gate arithmetic is one call of a backend kernel
+  (``lstm_gates``/``gru_gates`` and their ``_grad``; compiled on the CPU, see
+  `kerasrs.backend.cpu_kernels`), every step's pre-activation gradients are kept, and the
+  weight and bias gradients are GEMMs over all ``time * batch`` rows at once.
+* SimpleRNN and the ``reset_after=False`` GRU work *transposed*, ``(rows, batch)`` per step
+  with gate blocks as rows, so each gate block is one contiguous array for NumPy's elementwise
+  loops (2-3 times faster than on column slices). Their tanh and sigmoid gates share one
+  ``exp``: the weights are pre-scaled per gate (``-1`` for a sigmoid, ``-2`` for a tanh gate), so
+  ``r = 1 / (1 + exp(z'))`` is the sigmoid, and ``2 r - 1`` the tanh, of the unscaled
+  pre-activation. Backward keeps one step's gate gradients in a reused buffer and accumulates
+  the weight gradients with small GEMMs per step.
 
 Semantics and weight layouts are Keras 3's (``keras/src/layers/rnn``): LSTM gates ``i, f, c, o``
 in ``kernel (features, 4 units)``, GRU gates ``z, r, h`` with ``reset_after`` and a ``(2, 3
@@ -342,7 +344,9 @@ class _LSTM(_Recurrence):
         if need[0]:
             gx = (dz @ self.kernel.T).reshape(steps, batch, f)
             gx = (gx[::-1] if self.go_backwards else gx).transpose(1, 0, 2)
-        gw = self.xh.reshape(-1, self.xh.shape[2]).T @ dz if any(need[1:3 + self.use_bias]) else None
+        gw = None
+        if any(need[1:3 + self.use_bias]):
+            gw = self.xh.reshape(-1, self.xh.shape[2]).T @ dz
         grads = [gw[:f] if need[1] else None, gw[f:f + u] if need[2] else None]
         if self.use_bias:
             grads.append(gw[f + u] if need[3] else None)

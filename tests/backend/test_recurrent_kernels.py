@@ -1,7 +1,7 @@
 """The compiled LSTM and GRU gate kernels (`cpu_kernels.lstm_gates`, `lstm_gates_grad`,
-`gru_gates`, `gru_gates_grad`) against their NumPy twins in `Backend` (float32 and float64, odd sizes, size 1, non-contiguous arrays), the
-vectorized float32 sigmoid/tanh they use against float64 over the whole float32 range, and the
-LSTM op without numba (the twins then run)."""
+`gru_gates`, `gru_gates_grad`) against their NumPy twins in `Backend` (float32 and float64, odd
+sizes, size 1, non-contiguous arrays), the vectorized float32 sigmoid/tanh they use against
+float64 over the whole float32 range, and the LSTM and GRU ops without numba (the twins run)."""
 
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from kerasrs.ops import recurrent as rnn_ops
 pytest.importorskip("numba")
 
 ACTS = [("tanh", "sigmoid"), ("sigmoid", "tanh"), ("relu", "sigmoid"), ("tanh", "linear"),
-        ("linear", "relu")]
+        ("linear", "relu"), ("tanh", "hard_sigmoid")]
 SHAPES = [(1, 1), (5, 3), (33, 17)]
 
 
@@ -163,3 +163,29 @@ def test_op_without_numba_runs_the_twins_and_agrees(monkeypatch, rng, masked, ki
     assert calls.count(f"{kind}_gates") == 4 and calls.count(f"{kind}_gates_grad") == 4
     for p, c in zip(plain, compiled):
         np.testing.assert_allclose(p, c, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_hard_sigmoid_gates_match_the_step_by_step_cell(rng, kind):
+    """Keras 2's default recurrent activation: the fused op (kernels) against `layers.RNN`
+    running a subclass of the cell step by step, outputs and weight gradients."""
+    from kerasrs import layers, ops
+
+    x = rng.standard_normal((3, 5, 4)).astype(np.float32) * 2
+    kw = dict(recurrent_activation="hard_sigmoid", return_sequences=True)
+    fused = getattr(layers, kind)(6, **kw)
+    plain_cell = type("Plain", (getattr(layers, f"{kind}Cell"),), {})  # not fused by RNN
+    cell = plain_cell(6, recurrent_activation="hard_sigmoid")
+    stepped = layers.RNN(cell, return_sequences=True)
+    fused.build(x.shape)
+    stepped.build(x.shape)
+    stepped.set_weights(fused.get_weights())
+    grads = []
+    for layer in (fused, stepped):
+        with kerasrs.GradientTape() as tape:
+            y = layer(x)
+            loss = ops.sum(y * y)
+        gs = tape.gradient(loss, layer.trainable_weights)
+        grads.append([y.numpy()] + [g.numpy() for g in gs])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
