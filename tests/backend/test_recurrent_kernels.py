@@ -99,6 +99,28 @@ def test_gru_gates_kernels_match_twins(be, rng, dtype, acts, n, u, contiguous):
         np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernels_split_over_threads_match_twins(be, rng, dtype):
+    """A step large enough to be split over the cores (`cpu_threads.split`), row ranges
+    included."""
+    n, u = 700, 64
+    z, c_prev = _array(rng, (n, 4 * u), dtype, True, 3.0), _array(rng, (n, u), dtype, True)
+    z_ref = z.copy()
+    for g, r in zip(be.lstm_gates(z, c_prev), Backend.lstm_gates(be, z_ref, c_prev)):
+        np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
+    args = (z, c_prev, c_prev * 0.5, c_prev[::-1], c_prev + 1)
+    for g, r in zip(be.lstm_gates_grad(*args), Backend.lstm_gates_grad(be, *args)):
+        np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
+    xz, hz = z[:, :3 * u].copy(), z[:, u:].copy()
+    xz_ref = xz.copy()
+    np.testing.assert_allclose(be.gru_gates(xz, hz, c_prev),
+                               Backend.gru_gates(be, xz_ref, hz, c_prev), rtol=_tol(dtype),
+                               atol=_tol(dtype))
+    args = (xz, hz, c_prev, c_prev[::-1])
+    for g, r in zip(be.gru_gates_grad(*args), Backend.gru_gates_grad(be, *args)):
+        np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
+
+
 def _ulps(got, ref):
     """Distance of float32 ``got`` from the float64 ``ref`` in float32 units in the last place
     of the rounded reference (equal values, both NaN: 0)."""
