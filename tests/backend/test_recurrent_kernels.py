@@ -8,7 +8,7 @@ import pytest
 
 import kerasrs
 from kerasrs.autodiff import GradientTape, Tensor
-from kerasrs.backend import numpy_backend
+from kerasrs.backend import cpu_threads, numpy_backend
 from kerasrs.backend.base import Backend
 from kerasrs.ops import recurrent as rnn_ops
 
@@ -99,8 +99,18 @@ def test_gru_gates_kernels_match_twins(be, rng, dtype, acts, n, u, contiguous):
         np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
 
 
+@pytest.fixture
+def private_pool(monkeypatch):
+    """`cpu_threads` with a pool of its own, shut down after the test (other tests check that
+    no thread is left running)."""
+    monkeypatch.setattr(cpu_threads, "_pool", [])
+    yield
+    for executor in cpu_threads._pool:
+        executor.shutdown(wait=True)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernels_split_over_threads_match_twins(be, rng, dtype):
+def test_kernels_split_over_threads_match_twins(be, rng, dtype, private_pool):
     """A step large enough to be split over the cores (`cpu_threads.split`), row ranges
     included."""
     n, u = 700, 64
