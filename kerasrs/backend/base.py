@@ -467,7 +467,7 @@ class Backend:
                 w += v
 
     def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
-                   out=None, hz=None):
+                   out=None):
         """The gate arithmetic of one LSTM step (Hochreiter & Schmidhuber 1997; Keras's cell).
 
         ``i, f, c~, o`` are the four column blocks of ``z`` (Keras gate order)::
@@ -483,16 +483,12 @@ class Backend:
             activation, recurrent_activation: "tanh", "sigmoid", "relu", "linear" or
                 "hard_sigmoid".
             out: optional ``(h, c, tc)`` arrays ``(n, units)`` to write into.
-            hz: optional ``(n, 4 units)`` added to ``z`` first (the recurrent projection, so
-                the caller's GEMM need not write into ``z``).
 
         Returns:
             ``(h, c, tc)``, each ``(n, units)``: output, new cell state and ``act(c)``.
         """
         xp = self.xp
         u = c_prev.shape[1]
-        if hz is not None:
-            z += hz
         for k, name in enumerate((recurrent_activation, recurrent_activation, activation,
                                   recurrent_activation)):
             z[:, k * u:(k + 1) * u] = self._gate(z[:, k * u:(k + 1) * u], name)

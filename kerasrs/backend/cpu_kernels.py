@@ -433,16 +433,11 @@ DEFAULT_GATES = (3, 2)  # (activation, recurrent_activation) codes: tanh, sigmoi
 
 
 @kernel
-def _lstm_row(z, hz, add_hz, c_prev, act, ract, h, c, tc, i):
+def _lstm_row(z, c_prev, act, ract, h, c, tc, i):
     u = c_prev.shape[1]
     for j in range(u):
-        zi, zf, zg, zo = z[i, j], z[i, u + j], z[i, 2 * u + j], z[i, 3 * u + j]
-        if add_hz:
-            zi += hz[i, j]
-            zf += hz[i, u + j]
-            zg += hz[i, 2 * u + j]
-            zo += hz[i, 3 * u + j]
-        ig, fg, gg, og = _gate(zi, ract), _gate(zf, ract), _gate(zg, act), _gate(zo, ract)
+        ig, fg = _gate(z[i, j], ract), _gate(z[i, u + j], ract)
+        gg, og = _gate(z[i, 2 * u + j], act), _gate(z[i, 3 * u + j], ract)
         cn = fg * c_prev[i, j] + ig * gg
         t = _gate(cn, act)
         z[i, j], z[i, u + j], z[i, 2 * u + j], z[i, 3 * u + j] = ig, fg, gg, og
@@ -452,16 +447,14 @@ def _lstm_row(z, hz, add_hz, c_prev, act, ract, h, c, tc, i):
 
 
 @kernel
-def lstm_gates(z, hz, add_hz, c_prev, act, ract, h, c, tc, start, stop):
-    """`Backend.lstm_gates` for rows ``start:stop``; ``z += hz`` first when ``add_hz``."""
+def lstm_gates(z, c_prev, act, ract, h, c, tc, start, stop):
+    """`Backend.lstm_gates` for rows ``start:stop``."""
     default = act == DEFAULT_GATES[0] and ract == DEFAULT_GATES[1]
     for i in range(start, stop):
-        if default and add_hz:
-            _lstm_row(z, hz, True, c_prev, 3, 2, h, c, tc, i)
-        elif default:
-            _lstm_row(z, hz, False, c_prev, 3, 2, h, c, tc, i)
+        if default:
+            _lstm_row(z, c_prev, 3, 2, h, c, tc, i)
         else:
-            _lstm_row(z, hz, add_hz, c_prev, act, ract, h, c, tc, i)
+            _lstm_row(z, c_prev, act, ract, h, c, tc, i)
 
 
 @kernel

@@ -212,9 +212,7 @@ class CupyBackend(base.Backend):
                                 nesterov, weight_decay)
 
     def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
-                   out=None, hz=None):
-        if hz is not None:
-            z += hz
+                   out=None):
         if not self._fusable(z, c_prev) or {activation, recurrent_activation} - _ACTIVATIONS:
             return super().lstm_gates(z, c_prev, activation, recurrent_activation, out)
         zc = self._c(z)  # z is updated in place: a strided z goes through a contiguous copy

@@ -246,14 +246,14 @@ class NumpyBackend(base.Backend):
         return gx
 
     def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
-                   out=None, hz=None):
+                   out=None):
         k = _compiled_for(z)
-        arrays = (z, c_prev) + (() if hz is None else (hz,)) + (() if out is None else out)
+        arrays = (z, c_prev) + (() if out is None else out)
         if k is None or not _gate_kernel_ok(z, arrays, activation, recurrent_activation):
-            return super().lstm_gates(z, c_prev, activation, recurrent_activation, out, hz)
+            return super().lstm_gates(z, c_prev, activation, recurrent_activation, out)
         h, c, tc = out if out is not None else (np.empty(c_prev.shape, z.dtype) for _ in range(3))
-        cpu_threads.split(k.lstm_gates, z.shape[0], z, z if hz is None else hz, hz is not None,
-                          c_prev, *_gate_codes(activation, recurrent_activation), h, c, tc,
+        cpu_threads.split(k.lstm_gates, z.shape[0], z, c_prev,
+                          *_gate_codes(activation, recurrent_activation), h, c, tc,
                           work_per_item=c_prev.shape[1] * _LSTM_COST)
         return h, c, tc
 

@@ -43,15 +43,13 @@ def _array(rng, shape, dtype, contiguous, scale=1.0):
 @pytest.mark.parametrize("acts", ACTS)
 @pytest.mark.parametrize("n,u", SHAPES)
 @pytest.mark.parametrize("contiguous", [True, False])
-@pytest.mark.parametrize("with_hz", [True, False])
-def test_lstm_gates_kernel_matches_twin(be, rng, dtype, acts, n, u, contiguous, with_hz):
+def test_lstm_gates_kernel_matches_twin(be, rng, dtype, acts, n, u, contiguous):
     z = _array(rng, (n, 4 * u), dtype, contiguous, scale=3.0)
-    hz = _array(rng, (n, 4 * u), dtype, contiguous) if with_hz else None
     c_prev = _array(rng, (n, u), dtype, contiguous)
     z_ref, z_got = z.copy(), z.copy()
-    ref = Backend.lstm_gates(be, z_ref, c_prev, *acts, hz=hz)
+    ref = Backend.lstm_gates(be, z_ref, c_prev, *acts)
     out = tuple(_array(rng, (n, u), dtype, contiguous) for _ in range(3))
-    got = be.lstm_gates(z_got, c_prev, *acts, out=out, hz=hz)
+    got = be.lstm_gates(z_got, c_prev, *acts, out=out)
     assert all(g is o for g, o in zip(got, out))
     for g, r in zip(got + (z_got,), ref + (z_ref,)):
         assert g.dtype == dtype
