@@ -354,7 +354,8 @@ class _LSTM(_Recurrence):
 
 
 class _GRU(_Recurrence):
-    """Keras's GRU step (gates ``z, r, h``), with ``reset_after`` True (default) or False."""
+    """Keras's GRU step (gates ``z, r, h``), with ``reset_after`` True or False, in the
+    transposed layout; `gru` uses it for ``reset_after=False`` (`_GRUResetAfter` otherwise)."""
 
     n_gates = 3
 
