@@ -301,8 +301,44 @@ class Backend:
         inner = tuple(slice(b, b + n) for n, (b, _) in zip(x_shape[1:-1], padding))
         return gx[(slice(None), *inner)]
 
+    def conv2d(self, x, kernel, bias, activation, window, strides, dilation, padding):
+        """``activation(im2col(x) @ kernel + bias)``: a 2-D convolution, channels last.
+
+        Args:
+            x: ``(n, h, w, c)``. kernel: ``(kh * kw * c, filters)`` (the 4-D kernel reshaped).
+            bias: ``(filters,)`` or None. activation: "linear", "relu", "sigmoid" or "tanh".
+            window, strides, dilation, padding: as in `im2col` (two spatial axes).
+
+        Returns:
+            ``(n * oh * ow, filters)``, rows in `im2col`'s order.
+        """
+        cols = self.im2col(x, window, strides, dilation, padding)
+        y = cols @ kernel
+        if bias is not None or activation != "linear":
+            self.bias_act(y, bias, activation, out=y)
+        return y
+
+    def conv2d_grad(self, x, kernel, y, gy, activation, window, strides, dilation, padding,
+                    need_x=True, need_kernel=True, need_bias=True):
+        """Gradients of `conv2d` from its output ``y`` and the output gradient ``gy`` (both
+        ``(n * oh * ow, filters)``; ``y`` is used only for a non-linear activation).
+
+        Returns:
+            ``(gx (n, h, w, c) or None, gkernel (kh * kw * c, filters) or None,
+            gbias (filters,) or None)``.
+        """
+        gb = None
+        if activation != "linear":
+            gy, gb = self.bias_act_grad(y, gy, activation, need_bias)
+        elif need_bias:
+            gb = gy.sum(axis=0)
+        gk = self.im2col(x, window, strides, dilation, padding).T @ gy if need_kernel else None
+        gx = self.col2im(gy @ kernel.T, x.shape, window, strides, dilation, padding) \
+            if need_x else None
+        return gx, gk, gb if need_bias else None
+
     def max_pool(self, x, pool_size, strides, padding):
-        """Max over windows of a channels-last input; padding never wins (it is ``-inf``).
+        """Max over windows of a channels-last input; padding never wins.
 
         Args:
             x: ``(n, *spatial, c)`` float array.
@@ -312,7 +348,9 @@ class Backend:
         Returns:
             ``(y, argmax)``: ``y (n, *out_spatial, c)``; ``argmax`` int32 of ``y``'s shape, the
             winner's flat index into ``x[b].ravel()`` (within its sample ``b``). Ties go to the
-            first window position in row-major order.
+            first window position in row-major order (so a window of ``-inf`` picks its first
+            element); a NaN beats any number (the first NaN of the window wins: NaN propagates
+            as in ``np.maximum``). A window entirely in the padding gives ``-inf`` and -1.
         """
         xp = self.xp
         n, c = x.shape[0], x.shape[-1]
@@ -321,13 +359,14 @@ class Backend:
         fpad = xp.pad(flat, (*padding, (0, 0)), constant_values=-1)
         outs = _window_out(xpad.shape[1:-1], pool_size, strides, (1,) * len(pool_size))
         y = xp.full((n, *outs, c), -xp.inf, x.dtype)
-        argmax = xp.zeros((n, *outs, c), np.int32)
+        argmax = xp.full((n, *outs, c), -1, np.int32)  # -1: no valid element seen yet
         for pos in itertools.product(*(range(k) for k in pool_size)):
             src = tuple(slice(p, p + s * (o - 1) + 1, s) for p, s, o in zip(pos, strides, outs))
-            part = xpad[(slice(None), *src)]
-            better = part > y
+            part, index = xpad[(slice(None), *src)], fpad[src]
+            # the first valid element; later, one that is larger or NaN while y is not NaN
+            better = (index >= 0) & ((argmax < 0) | (~(part <= y) & (y == y)))
             y = xp.where(better, part, y)
-            argmax = xp.where(better, fpad[src], argmax)
+            argmax = xp.where(better, index, argmax)
         return y, argmax.astype(np.int32)
 
     def max_pool_grad(self, gy, argmax, x_shape):
@@ -339,13 +378,17 @@ class Backend:
             x_shape: the pooled input's shape ``(n, *spatial, c)``.
 
         Returns:
-            ``(n, *spatial, c)`` array of ``gy``'s dtype (overlapping windows add up).
+            ``(n, *spatial, c)`` array of ``gy``'s dtype (overlapping windows add up; an
+            argmax of -1, a window entirely in the padding, adds nothing).
         """
         xp = self.xp
         n = x_shape[0]
         gx = xp.zeros((n, math.prod(x_shape[1:])), gy.dtype)
-        rows = xp.broadcast_to(xp.arange(n)[:, None], (n, argmax[0].size))
-        self.scatter_add(gx, (rows, argmax.reshape(n, -1)), gy.reshape(n, -1))
+        per_out = math.prod(argmax.shape[1:])  # (reshape(n, -1) fails for an empty batch)
+        rows = xp.broadcast_to(xp.arange(n)[:, None], (n, per_out))
+        index = argmax.reshape(n, per_out)
+        valid = index >= 0
+        self.scatter_add(gx, (rows[valid], index[valid]), gy.reshape(n, per_out)[valid])
         return gx.reshape(x_shape)
 
     def layer_norm(self, x, gamma, beta, epsilon):

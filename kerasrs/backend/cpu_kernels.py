@@ -39,8 +39,8 @@ kernel = numba.njit(cache=True, nogil=True, error_model="numpy")
 
 @kernel
 def _act(x, code):
-    if code == 1:
-        return x if x > 0 else x * 0
+    if code == 1:  # as np.maximum(x, 0): NaN stays, -inf and -0.0 give +0.0
+        return x if not x <= 0 else 0
     if code == 2:  # logistic without overflow
         if x >= 0:
             return 1 / (1 + math.exp(-x))
@@ -105,7 +105,7 @@ def relu_grad(y, gy, out, start, stop):
 def relu(x, out, start, stop):
     x, out = x[start:stop], out[start:stop]
     for i in range(out.size):
-        out[i] = x[i] if x[i] > 0 else x[i] * 0
+        out[i] = x[i] if not x[i] <= 0 else 0  # as np.maximum: NaN stays, -inf gives 0
 
 
 # -- optimizers (flat arrays; scalars passed in the arrays' dtype) ----------------------------------
@@ -204,8 +204,8 @@ def layer_norm_grad(gy, x, gamma, mean, rstd, gx, acc, start, stop):
 @kernel
 def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
     """Output rows ``start:stop`` of the ``n * oh`` (sample, row) pairs. The first valid
-    element of a window wins ties (and a NaN there stays); the channel loop is innermost, so it
-    runs on SIMD lanes."""
+    element of a window wins ties; a NaN wins over numbers (the first NaN; NaN propagates as in
+    ``np.maximum``). The channel loop is innermost, so it runs on SIMD lanes."""
     _, hh, ww, ch = x.shape
     _, oh, ow, _ = y.shape
     for b in range(start, stop):
@@ -228,8 +228,8 @@ def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
                             arg[k] = base + k
                         first = False
                     else:
-                        for k in range(ch):
-                            if v[k] > best[k]:
+                        for k in range(ch):  # v > best, or v NaN while best is not
+                            if not v[k] <= best[k] and best[k] == best[k]:
                                 best[k] = v[k]
                                 arg[k] = base + k
             if first:  # an all-padding window
@@ -240,11 +240,14 @@ def max_pool2d(x, kh, kw, sh, sw, top, left, y, argmax, start, stop):
 
 @kernel
 def max_pool_grad(gy, argmax, gx, start, stop):
-    """Zero ``gx (n, size)`` rows ``start:stop``, then scatter-add those samples' ``gy``."""
+    """Zero ``gx (n, size)`` rows ``start:stop``, then scatter-add those samples' ``gy``
+    (argmax -1, a window entirely in the padding, adds nothing)."""
     for s in range(start, stop):
         gx[s, :] = 0
         for i in range(gy.shape[1]):
-            gx[s, argmax[s, i]] += gy[s, i]
+            a = argmax[s, i]
+            if a >= 0:
+                gx[s, a] += gy[s, i]
 
 
 @kernel
@@ -385,10 +388,12 @@ def _gate_impl(x, code):
             return _sigmoid(x)
         if code == 3:
             return _tanh(x)
-        if code == 1:
-            return max(x, zero)
-        if code == 4:  # hard_sigmoid, Keras 3: relu6(x + 3) / 6
-            return min(max(x + three, zero), six) * sixth
+        if code == 1:  # as np.maximum(x, 0): NaN stays, -inf and -0.0 give +0.0
+            return x if not x <= zero else zero
+        if code == 4:  # hard_sigmoid, Keras 3: relu6(x + 3) / 6 (as np.clip: NaN stays)
+            v = x + three
+            v = v if not v <= zero else zero
+            return (v if not v >= six else six) * sixth
         return x
     return impl
 

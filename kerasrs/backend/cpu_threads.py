@@ -15,7 +15,7 @@ variable BLAS libraries read, so one setting governs both). Nothing process-wide
 import functools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 # Work (in element copies, ~0.5 ns each) per part below which splitting costs more than it
 # saves: waking a sleeping thread on the other core took 25-90 us on the project machine.
@@ -23,8 +23,18 @@ GRAIN = 1 << 17
 
 _pool = []
 _lock = threading.Lock()
-if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
-    os.register_at_fork(after_in_child=_pool.clear)
+
+
+def _after_fork():
+    """A forked child has none of the parent's threads, and a lock another parent thread held
+    at the fork stays held forever: start both afresh."""
+    global _lock
+    _pool.clear()
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 @functools.cache
@@ -50,7 +60,8 @@ def bounds(n, work_per_item=1, grain=GRAIN):
 
 def run(calls):
     """Run ``[(fn, args), ...]``: the first call on this thread, the others on the pool; return
-    when all are done (re-raising the first error)."""
+    when all are done, even when one fails (the others write into the caller's arrays), then
+    re-raise the first error in call order."""
     if len(calls) == 1:
         fn, args = calls[0]
         fn(*args)
@@ -60,8 +71,9 @@ def run(calls):
     try:
         fn(*args)
     finally:
-        for f in futures:
-            f.result()
+        wait(futures)
+    for f in futures:
+        f.result()
 
 
 def split(kernel, n, *args, work_per_item=1, grain=GRAIN):
@@ -80,7 +92,8 @@ def split_many(items, work_per_item=1, grain=GRAIN):
     calls = []
     for start, stop in bounds(total, work_per_item, grain):
         segments = [(kernel, args + (max(start - o, 0), min(stop - o, n)))
-                    for (kernel, args, n), o in zip(items, offsets) if o < stop and start < o + n]
+                    for (kernel, args, n), o in zip(items, offsets)
+                    if n and o < stop and start < o + n]  # (a zero-size item is no call)
         calls.append((_serially, (segments,)))
     run(calls)
 

@@ -22,6 +22,10 @@ MAX_FREE_BYTES = 1 << 30
 
 _free = {}  # nbytes -> [uint8 blocks]
 _kept = [0]  # bytes in _free (approximate under threads: only a cap)
+# Plain numeric dtypes: their ``dtype.str`` (the array interface's typestr) names them exactly.
+# Others (structured, sub-array, object, ml_dtypes' bfloat16: kind "V" or "O") would come back
+# as raw bytes, so they take np.empty.
+_POOLED_KINDS = "biufc"
 
 
 class _Owner:
@@ -46,7 +50,7 @@ def empty(shape, dtype="float32"):
     dtype = np.dtype(dtype)
     shape = tuple(int(s) for s in shape)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < MIN_BYTES or dtype.hasobject:
+    if nbytes < MIN_BYTES or dtype.kind not in _POOLED_KINDS:
         return np.empty(shape, dtype)
     free = _free.get(nbytes)
     try:

@@ -88,8 +88,9 @@ class NumpyBackend(base.Backend):
         k = _compiled_for(gy)
         if k is None or y.shape != gy.shape or y.dtype != gy.dtype:
             return super().relu_grad(y, gy)
+        shape = gy.shape  # (np.ascontiguousarray turns a 0-d array into 1-d)
         y, gy = np.ascontiguousarray(y), np.ascontiguousarray(gy)
-        gx = memory.empty(gy.shape, gy.dtype)
+        gx = memory.empty(shape, gy.dtype)
         cpu_threads.split(k.relu_grad, gx.size, y.reshape(-1), gy.reshape(-1), gx.reshape(-1))
         return gx
 
@@ -128,11 +129,11 @@ class NumpyBackend(base.Backend):
 
     def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
                     weight_decay=0.0, v_hats=None):
-        k = _compiled_for(params[0]) if params else None
         alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
         items = []  # (kernel, args, size): one split over all variables
         for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
             v_hat = v_hats[i] if v_hats is not None else v
+            k = _compiled_for(w)  # per variable: float16/bfloat16 ones take the NumPy rule
             if k is None or not _flat_ok(w, m, v, v_hat):
                 super().adam_update([w], [g], [m], [v], lr, beta_1, beta_2, epsilon, step,
                                     weight_decay, None if v_hats is None else [v_hat])
@@ -149,10 +150,10 @@ class NumpyBackend(base.Backend):
 
     def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
                    weight_decay=0.0):
-        k = _compiled_for(params[0]) if params else None
         items = []  # (kernel, args, size): one split over all variables
         for i, (w, g) in enumerate(zip(params, grads)):
             v = momentums[i] if momentum else w  # (w: unused placeholder of the right type)
+            k = _compiled_for(w)  # per variable: float16/bfloat16 ones take the NumPy rule
             if k is None or not _flat_ok(w, v):
                 self._sgd_numpy([w], [g], None if not momentum else [v], lr, momentum,
                                 nesterov, weight_decay)
@@ -194,6 +195,79 @@ class NumpyBackend(base.Backend):
         sums = partial.sum(axis=0).astype(gy.dtype)
         return gx, sums[0], sums[1]
 
+    def conv2d(self, x, kernel, bias, activation, window, strides, dilation, padding):
+        # In blocks of samples whose column matrix fits in the cache (_CONV_CHUNK_BYTES): the
+        # columns are written, multiplied and the bias and activation applied while they are
+        # still in L2, instead of an 85 MB column matrix going to DRAM and back.
+        k = _compiled_for(x)
+        if k is None or activation not in _CODES or x.dtype != kernel.dtype:
+            return super().conv2d(x, kernel, bias, activation, window, strides, dilation,
+                                  padding)
+        x, kernel = np.ascontiguousarray(x), np.ascontiguousarray(kernel)
+        outs, chunks, cols = self._conv_blocks(x, window, strides, dilation, padding,
+                                               kernel.shape[0])
+        rows = outs[0] * outs[1]
+        y = memory.empty((x.shape[0] * rows, kernel.shape[1]), x.dtype)
+        fused = bias is not None or activation != "linear"
+        bias = np.zeros(kernel.shape[1], x.dtype) if bias is None else \
+            np.ascontiguousarray(bias, x.dtype)
+        for s0, s1 in chunks:
+            c, yc = cols[:(s1 - s0) * rows], y[s0 * rows:s1 * rows]
+            k.im2col(x[s0:s1], *window, *strides, *dilation, padding[0][0], padding[1][0],
+                     *outs, c, 0, (s1 - s0) * outs[0])
+            np.matmul(c, kernel, out=yc)
+            if fused:
+                k.bias_act_inplace(yc, bias, _CODES[activation], 0, yc.shape[0])
+        return y
+
+    def conv2d_grad(self, x, kernel, y, gy, activation, window, strides, dilation, padding,
+                    need_x=True, need_kernel=True, need_bias=True):
+        # The same blocks as `conv2d`: per block, the activation's derivative, the columns
+        # (written again: cheaper than keeping 85 MB), the kernel gradient's share, and the
+        # input gradient as one GEMM into the column buffer and the col2im kernel.
+        k = _compiled_for(gy)
+        if k is None or activation not in _CODES or not x.dtype == kernel.dtype == gy.dtype:
+            return super().conv2d_grad(x, kernel, y, gy, activation, window, strides, dilation,
+                                       padding, need_x, need_kernel, need_bias)
+        x, kernel = np.ascontiguousarray(x), np.ascontiguousarray(kernel)
+        gy = np.ascontiguousarray(gy)
+        outs, chunks, cols = self._conv_blocks(x, window, strides, dilation, padding,
+                                               kernel.shape[0])
+        rows, filters = outs[0] * outs[1], kernel.shape[1]
+        gk = np.zeros(kernel.shape, x.dtype) if need_kernel else None
+        part = np.empty(kernel.shape, x.dtype)
+        gb = np.zeros(filters)  # float64 sums
+        gx = memory.empty(x.shape, x.dtype) if need_x else None
+        g_buf = self.scratch((cols.shape[0], filters), x.dtype, slot="conv2d_grad")
+        geometry = (*window, *strides, *dilation, padding[0][0], padding[1][0], *outs)
+        for s0, s1 in chunks:
+            m = (s1 - s0) * rows
+            g, c = gy[s0 * rows:s1 * rows], cols[:m]
+            if activation != "linear":
+                k.bias_act_grad(y[s0 * rows:s1 * rows], g, _CODES[activation], g_buf[:m], gb,
+                                0, m)
+                g = g_buf[:m]
+            elif need_bias:
+                gb += g.sum(axis=0)
+            if need_kernel:
+                k.im2col(x[s0:s1], *geometry, c, 0, (s1 - s0) * outs[0])
+                gk += np.matmul(c.T, g, out=part)
+            if need_x:
+                np.matmul(g, kernel.T, out=c)
+                k.col2im(c, *geometry, gx[s0:s1], 0, s1 - s0)
+        return gx, gk, gb.astype(x.dtype) if need_bias else None
+
+    def _conv_blocks(self, x, window, strides, dilation, padding, k_rows):
+        """Output size, sample blocks and the column buffer (this thread's scratch) of a
+        blocked `conv2d`."""
+        outs = base._window_out([n + b + a for n, (b, a) in zip(x.shape[1:3], padding)],
+                                window, strides, dilation)
+        per = max(1, _CONV_CHUNK_BYTES // max(outs[0] * outs[1] * k_rows * x.itemsize, 1))
+        chunks = [(s, min(s + per, x.shape[0])) for s in range(0, x.shape[0], per)]
+        cols = self.scratch((min(per, x.shape[0]) * outs[0] * outs[1], k_rows), x.dtype,
+                            slot="conv2d")
+        return outs, chunks, cols
+
     def max_pool(self, x, pool_size, strides, padding):
         k = _compiled_for(x)
         if k is None or x.ndim != 4:
@@ -212,10 +286,10 @@ class NumpyBackend(base.Backend):
         k = _compiled_for(gy)
         if k is None:
             return super().max_pool_grad(gy, argmax, x_shape)
-        n = x_shape[0]
+        n, per_out = x_shape[0], math.prod(gy.shape[1:])
         gx = memory.empty((n, math.prod(x_shape[1:])), gy.dtype)  # zeroed by the kernel
-        cpu_threads.split(k.max_pool_grad, n, np.ascontiguousarray(gy).reshape(n, -1),
-                          np.ascontiguousarray(argmax).reshape(n, -1), gx,
+        cpu_threads.split(k.max_pool_grad, n, np.ascontiguousarray(gy).reshape(n, per_out),
+                          np.ascontiguousarray(argmax).reshape(n, per_out), gx,
                           work_per_item=gx.shape[1])
         return gx.reshape(x_shape)
 
@@ -306,6 +380,7 @@ _GATE_CODES = {**_CODES, "hard_sigmoid": 4}  # the recurrent gate kernels know o
 # step); larger batches or units are split.
 _LSTM_COST, _LSTM_GRAD_COST = 10, 6
 _GRU_COST, _GRU_GRAD_COST = 7, 6  # three gates, no cell state
+_CONV_CHUNK_BYTES = 1 << 21  # column block of a blocked conv2d: fits a core's L2 with room
 _COST = {"linear": 1, "relu": 1, "sigmoid": 8, "tanh": 8}  # work per element, in copies
 _kernels = []  # [module] once numba imported, [None] if it is missing
 

@@ -24,7 +24,6 @@ The module is named ``convolution`` so that ``kerasrs.ops.conv`` can be the op, 
 
 import itertools
 import math
-import weakref
 
 import numpy as np
 
@@ -221,34 +220,14 @@ def _kernel_groups(w, groups):
     return w2.transpose(1, 0, 2)
 
 
-class _BufferPool:
-    """Column matrices reused from step to step. A buffer goes back to the pool when the op that
-    holds it is garbage-collected (after its backward), so the next step's forward takes the
-    same memory instead of faulting in fresh pages (first touch is slow on the project's CPU,
-    see PERFORMANCE.md). At most ``keep`` free buffers per shape are kept."""
-
-    def __init__(self, keep=2):
-        self.keep, self.free = keep, {}
-
-    def take(self, owner, xp, shape, dtype):
-        free = self.free.setdefault((xp.__name__, shape, np.dtype(dtype).str), [])
-        buf = free.pop() if free else xp.empty(shape, dtype)
-        weakref.finalize(owner, self._give, free, buf)
-        return buf
-
-    def _give(self, free, buf):
-        if len(free) < self.keep:
-            free.append(buf)
-
-
-_columns = _BufferPool()
 
 
 class Conv(Function):
     """N-d cross-correlation (no kernel flip) by im2col + one GEMM per group, with an optional
     bias and activation applied to the GEMM's output in place (backend ``bias_act``).
 
-    2-D convolutions without groups use the backend kernel ``im2col`` into a pooled buffer."""
+    2-D convolutions without groups are the backend's fused ``conv2d``/``conv2d_grad`` (on the
+    CPU: in blocks of samples whose column matrix stays in the cache)."""
     half_in_float32 = "cpu"
 
     def __init__(self, geometry, groups, channels_first, activation="linear"):
@@ -259,17 +238,17 @@ class Conv(Function):
         xp, geo, g = self.xp, self.geometry, self.groups
         self.w = w
         x = _to_last(xp, x, self.channels_first)
-        if g == 1 and x.ndim == 4:
-            m = geo.in_shape[0] * math.prod(geo.out)
-            buf = _columns.take(self, xp, (m, math.prod(geo.window) * x.shape[-1]), x.dtype)
-            self.cols = self.backend.im2col(x, geo.window, geo.strides, geo.dilation,
-                                            tuple(zip(geo.before, geo.after)), out=buf)[None]
-        else:
-            self.cols = im2col(xp, pad(xp, x, geo), geo, g)
-        if g == 1:  # the output on reused memory (backend.empty): it is written every step
-            y = self.cols[0] @ w.reshape(-1, w.shape[-1]) if xp is not np else \
-                np.matmul(self.cols[0], w.reshape(-1, w.shape[-1]),
-                          out=self.backend.empty((self.cols.shape[1], w.shape[-1]), w.dtype))
+        self.x = None
+        if g == 1 and x.ndim == 4:  # 2-D: the backend's conv2d (blocked through the cache)
+            self.x = x
+            y = self.backend.conv2d(x, w.reshape(-1, w.shape[-1]), bias[0] if bias else None,
+                                    self.activation, geo.window, geo.strides, geo.dilation,
+                                    self._padding())
+            self.y2 = y if self.activation != "linear" else None
+            return _from_last(xp, y.reshape(*geo.out_shape, w.shape[-1]), self.channels_first)
+        self.cols = im2col(xp, pad(xp, x, geo), geo, g)
+        if g == 1:
+            y = self.cols[0] @ w.reshape(-1, w.shape[-1])
         else:
             y = xp.matmul(self.cols, _kernel_groups(w, g)).transpose(1, 0, 2)
             y = xp.ascontiguousarray(y).reshape(-1, w.shape[-1])
@@ -280,10 +259,20 @@ class Conv(Function):
         y = y.reshape(*geo.out_shape, w.shape[-1])
         return _from_last(xp, y, self.channels_first)
 
+    def _padding(self):
+        return tuple(zip(self.geometry.before, self.geometry.after))
+
     def backward(self, gy):
         xp, geo, g, w = self.xp, self.geometry, self.groups, self.w
         gy = _to_last(xp, gy, self.channels_first).reshape(-1, w.shape[-1])
         need_bias = len(self.needs_grad) == 3 and self.needs_grad[2]
+        if self.x is not None:
+            gx, gw, gb = self.backend.conv2d_grad(
+                self.x, w.reshape(-1, w.shape[-1]), self.y2, gy, self.activation, geo.window,
+                geo.strides, geo.dilation, self._padding(), self.needs_grad[0],
+                self.needs_grad[1], need_bias)
+            gx = None if gx is None else _from_last(xp, gx, self.channels_first)
+            return self._grads(gx, None if gw is None else gw.reshape(w.shape), gb)
         gb = None
         if self.y2 is not None:  # gy * act'(y) and the bias gradient in one pass
             gy, gb = self.backend.bias_act_grad(self.y2, gy, self.activation, need_bias)
@@ -291,17 +280,10 @@ class Conv(Function):
             gb = gy.sum(axis=0)
         gy = gy.reshape(-1, g, w.shape[-1] // g)
         gx = gw = None
-        x_ndim = len(geo.in_shape)
         if g == 1:
             gy2 = gy[:, 0, :]
             if self.needs_grad[1]:
                 gw = (self.cols[0].T @ gy2).reshape(w.shape)
-            if self.needs_grad[0] and x_ndim == 4:  # 2-D: one GEMM, then the col2im kernel
-                gcols = self.backend.empty(self.cols.shape[1:], gy2.dtype)
-                xp.matmul(gy2, w.reshape(-1, w.shape[-1]).T, out=gcols)
-                gx = self.backend.col2im(gcols, geo.in_shape, geo.window, geo.strides,
-                                         geo.dilation, tuple(zip(geo.before, geo.after)))
-                return self._grads(_from_last(xp, gx, self.channels_first), gw, gb)
             if self.needs_grad[0]:
                 gx = gemm_col2im(xp, gy2, w, geo)
         else:

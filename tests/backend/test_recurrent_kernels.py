@@ -219,3 +219,20 @@ def test_hard_sigmoid_gates_match_the_step_by_step_cell(rng, kind):
         grads.append([y.numpy()] + [g.numpy() for g in gs])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("acts", [("relu", "hard_sigmoid"), ("linear", "sigmoid")])
+def test_gate_kernels_on_nan_inf_and_signed_zeros_match_twins(be, dtype, acts):
+    values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -3.0, 3.0, 1e30, -1e30], dtype)
+    u = values.size
+    z = np.tile(values, 4)[None].copy()
+    c_prev = np.zeros((1, u), dtype)
+    z_ref = z.copy()
+    with np.errstate(all="ignore"):
+        ref = Backend.lstm_gates(be, z_ref, c_prev, *acts)
+        got = be.lstm_gates(z, c_prev, *acts)
+    for g, r in zip(got + (z,), ref + (z_ref,)):
+        np.testing.assert_array_equal(g, r)
+        real = ~np.isnan(r)  # (a NaN's sign bit means nothing)
+        np.testing.assert_array_equal(np.signbit(g[real]), np.signbit(r[real]))

@@ -189,6 +189,27 @@ def test_max_pool(kern, np_be, rng, dtype, geom, ties):
           dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("geom", GEOMETRIES[1:], ids=lambda g: str(g[0]))
+def test_max_pool_nan_inf_and_padding_only_windows(kern, np_be, rng, dtype, geom):
+    """NaN wins its window (the first NaN), a window of -inf picks its first element, and a
+    window entirely in the padding gives -inf with argmax -1 and no gradient, as the twin."""
+    shape, window, strides, _, padding = geom
+    padding = tuple((b + k, a + k) for (b, a), k in zip(padding, window))  # padding-only windows
+    x = rng.standard_normal(shape).astype(dtype)
+    x[rng.random(shape) < 0.2] = np.nan
+    if shape[0] > 1:
+        x[-1] = -np.inf
+    y, argmax = kern.max_pool(x, window, strides, padding)
+    want_y, want_arg = TWIN.max_pool(np_be, x, window, strides, padding)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(argmax, want_arg)
+    assert (want_arg == -1).any() and np.isnan(want_y).any()
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    close(kern.max_pool_grad(gy, argmax, shape), TWIN.max_pool_grad(np_be, gy, argmax, shape),
+          dtype)
+
+
 # -- layer normalization ----------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (6, 300), (70, 33)])

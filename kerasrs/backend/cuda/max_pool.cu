@@ -3,7 +3,8 @@
 // Twin: Backend.max_pool / max_pool_grad (kerasrs/backend/base.py).
 //
 // Padding never wins (only in-bounds elements are compared); ties go to the first window
-// position in row-major order (strict >), as the twin.
+// position in row-major order (strict >), a NaN beats any number (the window's first NaN), as
+// the twin. A window with no in-bounds element gives -inf and argmax -1 (no gradient).
 
 template <typename T>
 __global__ void max_pool(const T* x, T* y, int* argmax, long long total, int d1, int d2, int d3,
@@ -18,7 +19,7 @@ __global__ void max_pool(const T* x, T* y, int* argmax, long long total, int d1,
     const long long b = t / o1;
     const T* xb = x + b * d1 * d2 * d3 * c;
     T best = -kr_inf<T>();
-    int arg = 0;
+    int arg = -1;
     for (int q1 = 0; q1 < k1; ++q1) {
       const int i1 = r1 * s1 - p1 + q1;
       if (i1 < 0 || i1 >= d1) continue;
@@ -29,8 +30,9 @@ __global__ void max_pool(const T* x, T* y, int* argmax, long long total, int d1,
           const int i3 = r3 * s3 - p3 + q3;
           if (i3 < 0 || i3 >= d3) continue;
           const int idx = ((i1 * d2 + i2) * d3 + i3) * c + ch;
-          if (xb[idx] > best) {
-            best = xb[idx];
+          const T v = xb[idx];
+          if (arg < 0 || v > best || (v != v && best == best)) {
+            best = v;
             arg = idx;
           }
         }
@@ -41,11 +43,11 @@ __global__ void max_pool(const T* x, T* y, int* argmax, long long total, int d1,
   }
 }
 
-// gx[b, argmax[e]] += gy[e]; overlapping windows may share a winner, hence atomicAdd. gx arrives
-// zeroed. per_out / per_in: elements per sample of gy / gx.
+// gx[b, argmax[e]] += gy[e] (argmax -1: nothing); overlapping windows may share a winner, hence
+// atomicAdd. gx arrives zeroed. per_out / per_in: elements per sample of gy / gx.
 template <typename T>
 __global__ void max_pool_grad(const T* gy, const int* argmax, T* gx, long long total,
                               long long per_out, long long per_in) {
   for (long long e = kr_first(); e < total; e += kr_stride())
-    atomicAdd(gx + (e / per_out) * per_in + argmax[e], gy[e]);
+    if (argmax[e] >= 0) atomicAdd(gx + (e / per_out) * per_in + argmax[e], gy[e]);
 }
