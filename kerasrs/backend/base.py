@@ -547,7 +547,8 @@ class Backend:
                 overwritten in place by the activated gates ``[i, f, c~, o]`` (the backward
                 pass needs them).
             c_prev: ``(n, units)`` previous cell state.
-            activation, recurrent_activation: "tanh", "sigmoid", "relu" or "linear".
+            activation, recurrent_activation: "tanh", "sigmoid", "relu", "linear" or
+                "hard_sigmoid".
             out: optional ``(h, c, tc)`` arrays ``(n, units)`` to write into.
 
         Returns:
@@ -604,7 +605,8 @@ class Backend:
             hz: ``(n, 3 units)`` recurrent projection ``h_prev @ recurrent_kernel +
                 recurrent_bias``; not modified (the backward pass needs its h block).
             h_prev: ``(n, units)``.
-            activation, recurrent_activation: "tanh", "sigmoid", "relu" or "linear".
+            activation, recurrent_activation: "tanh", "sigmoid", "relu", "linear" or
+                "hard_sigmoid".
             out: optional ``(n, units)`` array for ``h``.
 
         Returns:
@@ -615,7 +617,7 @@ class Backend:
         r = self._gate(xz[:, u:2 * u] + hz[:, u:2 * u], recurrent_activation)
         hh = self._gate(xz[:, 2 * u:] + r * hz[:, 2 * u:], activation)
         xz[:, :u], xz[:, u:2 * u], xz[:, 2 * u:] = z, r, hh
-        return _write_out(out, (z * h_prev + (1 - z) * hh,))[0]
+        return _write_out(None if out is None else (out,), (z * h_prev + (1 - z) * hh,))[0]
 
     def gru_gates_grad(self, gates, hz, h_prev, dh, activation="tanh",
                        recurrent_activation="sigmoid", out=None):
@@ -644,7 +646,7 @@ class Backend:
         return _write_out(out, (dxz, dhz, dh * z))
 
     def _gate(self, x, name):
-        """A gate activation (tanh/sigmoid/relu/linear) of a new array."""
+        """A gate activation (tanh/sigmoid/relu/linear/hard_sigmoid) of a new array."""
         if name == "sigmoid":
             return self.sigmoid(x)
         if name == "tanh":
@@ -653,6 +655,8 @@ class Backend:
             return self.xp.maximum(x, 0)
         if name == "linear":
             return x.copy()
+        if name == "hard_sigmoid":  # Keras 3: relu6(x + 3) / 6
+            return (self.xp.clip(x + 3, 0, 6) * (1 / 6)).astype(x.dtype, copy=False)
         raise ValueError(f"recurrent gates: activation must be one of {_GATE_ACTIVATIONS}. "
                          f"Received: {name!r}")
 
@@ -664,6 +668,8 @@ class Backend:
             return 1 - y * y
         if name == "relu":
             return (y > 0).astype(y.dtype)
+        if name == "hard_sigmoid":
+            return (((y > 0) & (y < 1)) * (1 / 6)).astype(y.dtype)
         return self.xp.ones_like(y)
 
     def __repr__(self):
@@ -671,7 +677,7 @@ class Backend:
 
 
 _BIAS_ACTIVATIONS = ("linear", "relu", "sigmoid", "tanh")
-_GATE_ACTIVATIONS = ("tanh", "sigmoid", "relu", "linear")
+_GATE_ACTIVATIONS = ("tanh", "sigmoid", "relu", "linear", "hard_sigmoid")
 
 
 def _window_out(padded, window, strides, dilation):

@@ -329,8 +329,67 @@ class NumpyBackend(base.Backend):
                           work_per_item=cols.size // max(x_shape[0], 1))
         return gx
 
+    def lstm_gates(self, z, c_prev, activation="tanh", recurrent_activation="sigmoid",
+                   out=None):
+        k = _compiled_for(z)
+        arrays = (z, c_prev) + (() if out is None else out)
+        if k is None or not _gate_kernel_ok(z, arrays, activation, recurrent_activation):
+            return super().lstm_gates(z, c_prev, activation, recurrent_activation, out)
+        h, c, tc = out if out is not None else (np.empty(c_prev.shape, z.dtype) for _ in range(3))
+        cpu_threads.split(k.lstm_gates, z.shape[0], z, c_prev,
+                          *_gate_codes(activation, recurrent_activation), h, c, tc,
+                          work_per_item=c_prev.shape[1] * _LSTM_COST)
+        return h, c, tc
+
+    def lstm_gates_grad(self, gates, c_prev, tc, dh, dc, activation="tanh",
+                        recurrent_activation="sigmoid", out=None):
+        k = _compiled_for(gates)
+        arrays = (gates, c_prev, tc, dh, dc) + (() if out is None else out)
+        if k is None or not _gate_kernel_ok(gates, arrays, activation, recurrent_activation):
+            return super().lstm_gates_grad(gates, c_prev, tc, dh, dc, activation,
+                                           recurrent_activation, out)
+        dz, dc_prev = out if out is not None else (np.empty(gates.shape, gates.dtype),
+                                                    np.empty(c_prev.shape, gates.dtype))
+        cpu_threads.split(k.lstm_gates_grad, gates.shape[0], gates, c_prev, tc, dh, dc,
+                          *_gate_codes(activation, recurrent_activation), dz, dc_prev,
+                          work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
+        return dz, dc_prev
+
+    def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
+                  out=None):
+        k = _compiled_for(xz)
+        arrays = (xz, hz, h_prev) + (() if out is None else (out,))
+        if k is None or not _gate_kernel_ok(xz, arrays, activation, recurrent_activation):
+            return super().gru_gates(xz, hz, h_prev, activation, recurrent_activation, out)
+        h = out if out is not None else np.empty(h_prev.shape, xz.dtype)
+        cpu_threads.split(k.gru_gates, xz.shape[0], xz, hz, h_prev,
+                          *_gate_codes(activation, recurrent_activation), h,
+                          work_per_item=h_prev.shape[1] * _GRU_COST)
+        return h
+
+    def gru_gates_grad(self, gates, hz, h_prev, dh, activation="tanh",
+                       recurrent_activation="sigmoid", out=None):
+        k = _compiled_for(gates)
+        arrays = (gates, hz, h_prev, dh) + (() if out is None else out)
+        if k is None or not _gate_kernel_ok(gates, arrays, activation, recurrent_activation):
+            return super().gru_gates_grad(gates, hz, h_prev, dh, activation,
+                                          recurrent_activation, out)
+        dxz, dhz, dh_prev = out if out is not None else (
+            np.empty(gates.shape, gates.dtype), np.empty(gates.shape, gates.dtype),
+            np.empty(h_prev.shape, gates.dtype))
+        cpu_threads.split(k.gru_gates_grad, gates.shape[0], gates, hz, h_prev, dh,
+                          *_gate_codes(activation, recurrent_activation), dxz, dhz, dh_prev,
+                          work_per_item=h_prev.shape[1] * _GRU_GRAD_COST)
+        return dxz, dhz, dh_prev
+
 
 _CODES = {"linear": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
+_GATE_CODES = {**_CODES, "hard_sigmoid": 4}  # the recurrent gate kernels know one more
+# Work per LSTM cell in element copies (measured: forward 77 us, backward ~45 us for 128 x 128
+# cells): a 128 x 128 step stays on one thread (splitting it measured 10 % slower per training
+# step); larger batches or units are split.
+_LSTM_COST, _LSTM_GRAD_COST = 10, 6
+_GRU_COST, _GRU_GRAD_COST = 7, 6  # three gates, no cell state
 _CONV_CHUNK_BYTES = 1 << 21  # column block of a blocked conv2d: fits a core's L2 with room
 _COST = {"linear": 1, "relu": 1, "sigmoid": 8, "tanh": 8}  # work per element, in copies
 _kernels = []  # [module] once numba imported, [None] if it is missing
@@ -364,6 +423,17 @@ def _compiled_for(x):
     if x.dtype.type not in (np.float32, np.float64):
         return None
     return compiled_kernels()
+
+
+def _gate_codes(*activations):
+    return tuple(_GATE_CODES[a] for a in activations)
+
+
+def _gate_kernel_ok(z, arrays, *activations):
+    """True when a recurrent gate kernel applies: 2-D arrays of ``z``'s dtype, known
+    activations."""
+    return (z.ndim == 2 and all(a.ndim == 2 and a.dtype == z.dtype for a in arrays)
+            and all(a in _GATE_CODES for a in activations))
 
 
 def _flat_ok(*arrays):

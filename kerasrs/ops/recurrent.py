@@ -1,22 +1,24 @@
 """Fused recurrences: a whole SimpleRNN, LSTM or GRU sequence as one differentiable op.
 
 Each public function (`simple_rnn`, `lstm`, `gru`) runs a complete sequence as one `Function`,
-so a tape records one op per layer call instead of ~20 per time step:
+so a tape records one op per layer call instead of ~20 per time step. Only the recurrent GEMM
+and the gate arithmetic loop over time, in place on preallocated arrays; backward is
+back-propagation through time by hand.
 
-* forward: the input projection ``x @ kernel + bias`` of all time steps is one batched GEMM;
-  only the recurrent product ``h @ recurrent_kernel`` and the gate arithmetic loop over time,
-  in place on preallocated arrays;
-* backward: back-propagation through time by hand. Each step's gate gradients live in one
-  reused buffer (they are never stored for the whole sequence): the previous state's gradient,
-  the recurrent-kernel and kernel gradients and the input gradient are small GEMMs on it.
+Two layouts:
 
-Layout: inside the op everything is *transposed*, ``(units, batch)`` per step and gate blocks as
-rows (``(4 units, batch)`` for an LSTM), so each gate block is one contiguous array; NumPy's
-elementwise loops are 2-3 times faster on contiguous blocks than on column slices.
-tanh and sigmoid gates share one ``exp``: the weights are pre-scaled per gate (``-1`` for a
-sigmoid, ``-2`` for a tanh gate), so ``r = 1 / (1 + exp(z'))`` is the sigmoid, and ``2 r - 1``
-the tanh, of the unscaled pre-activation. (NumPy's float32 ``exp`` is 1.5-3 times faster than
-its ``tanh`` on AVX2 machines.)
+* `_LSTM` and `_GRUResetAfter` (Keras's default GRU) are *batch-major*, ``(time, batch, rows)``
+  with the gates as column blocks: each step's gate arithmetic is one call of a backend kernel
+  (``lstm_gates``/``gru_gates`` and their ``_grad``; compiled on the CPU, see
+  `kerasrs.backend.cpu_kernels`), every step's pre-activation gradients are kept, and the
+  weight and bias gradients are GEMMs over all ``time * batch`` rows at once.
+* SimpleRNN and the ``reset_after=False`` GRU work *transposed*, ``(rows, batch)`` per step
+  with gate blocks as rows, so each gate block is one contiguous array for NumPy's elementwise
+  loops (2-3 times faster than on column slices). Their tanh and sigmoid gates share one
+  ``exp``: the weights are pre-scaled per gate (``-1`` for a sigmoid, ``-2`` for a tanh gate), so
+  ``r = 1 / (1 + exp(z'))`` is the sigmoid, and ``2 r - 1`` the tanh, of the unscaled
+  pre-activation. Backward keeps one step's gate gradients in a reused buffer and accumulates
+  the weight gradients with small GEMMs per step.
 
 Semantics and weight layouts are Keras 3's (``keras/src/layers/rnn``): LSTM gates ``i, f, c, o``
 in ``kernel (features, 4 units)``, GRU gates ``z, r, h`` with ``reset_after`` and a ``(2, 3
@@ -49,7 +51,7 @@ class _Recurrence(Function):
 
     n_states = 1
     n_gates = 1
-    fused_gates = False  # the cell's gate arithmetic is one backend kernel (no pre-scaling)
+    batch_major = False  # per-step arrays (batch, rows) instead of (rows, batch) (`_LSTM`)
 
     def __init__(self, units, activations, use_bias, mask, recurrent_mask, go_backwards,
                  return_sequences, return_state, zero_output_for_mask):
@@ -65,10 +67,8 @@ class _Recurrence(Function):
         xt = x.transpose(1, 2, 0)  # (time, features, batch)
         self.xt = xp.ascontiguousarray(xt[::-1] if self.go_backwards else xt)
         self.kernel, self.rk = kernel, recurrent_kernel
-        scale = None
-        if not self.fused_gates:
-            self.gates = Gates(xp, self._gate_names(), self.units, self.n_gates, x.dtype)
-            scale = self.gates.prescale
+        self.gates = Gates(xp, self._gate_names(), self.units, self.n_gates, x.dtype)
+        scale = self.gates.prescale
         kernel_f = kernel if scale is None else kernel * scale
         self.rk_f = recurrent_kernel if scale is None else recurrent_kernel * scale
         self.z = xp.matmul(kernel_f.T, self.xt)  # (time, G units, batch): one batched GEMM
@@ -104,7 +104,8 @@ class _Recurrence(Function):
             self.keep = None
             return None
         keep = self.mask.T[::-1] if self.go_backwards else self.mask.T
-        self.keep = xp.ascontiguousarray(keep)[:, None, :]
+        keep = xp.ascontiguousarray(keep)
+        self.keep = keep[:, :, None] if self.batch_major else keep[:, None, :]
         return self.keep
 
     def _carry(self, xp, t, keep):
@@ -123,13 +124,14 @@ class _Recurrence(Function):
         seq = steps if self.return_sequences else 1
         k = seq + (self.n_states if self.return_state else 0)
         y = xp.empty((batch, k, self.units), self.outs.dtype)
+        step = (lambda a: a) if self.batch_major else (lambda a: a.T)  # as (batch, units)
         if self.return_sequences:
-            y[:, :steps] = self.outs[1:].transpose(2, 0, 1)
+            y[:, :steps] = self.outs[1:].transpose((1, 0, 2) if self.batch_major else (2, 0, 1))
         else:
-            y[:, 0] = self.outs[steps].T
+            y[:, 0] = step(self.outs[steps])
         if self.return_state:
             for j, s in enumerate(self.states):
-                y[:, seq + j] = s[steps].T
+                y[:, seq + j] = step(s[steps])
         return y
 
     def _h_in(self, xp, t):
@@ -244,46 +246,116 @@ class _SimpleRNN(_Recurrence):
 
 class _LSTM(_Recurrence):
     """Keras's LSTM step: gates ``i, f, c~, o``; ``c_t = f c_{t-1} + i c~``; ``h_t = o act(c_t)``.
-    The gate arithmetic of a step is one call of the backend kernel ``lstm_gates`` (and
-    ``lstm_gates_grad`` back), on transposed views of the gate-major arrays."""
+
+    Unlike the other cells it works *batch-major*, ``(time, batch, units)`` arrays with the gates
+    as column blocks of ``(time, batch, 4 units)``: the layout of the backend kernels
+    ``lstm_gates`` (one call per step forward) and ``lstm_gates_grad`` (one per step back).
+    Each step's pre-activations are one GEMM, ``[x_t, h_{t-1}, 1] @ [kernel; recurrent_kernel;
+    bias]``, from a ``(time, batch, features + units + 1)`` array that also serves backward:
+    the kernel, recurrent-kernel and bias gradients are then one GEMM over all steps (a GEMM
+    with ``features`` rows of inner dimension, as a separate input projection needs, runs at
+    half the rate of the larger ones). Per step back only ``dz_t @ recurrent_kernel.T`` remains.
+    """
 
     n_states = 2
     n_gates = 4
-    fused_gates = True
+    batch_major = True
 
-    def _gate_names(self):
-        act, rec = self.activations
-        return (rec, rec, act, rec)
+    def forward(self, x, kernel, recurrent_kernel, *rest):
+        xp, be = self.xp, self.backend
+        bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
+        batch, steps, features = x.shape
+        u, f = self.units, features
+        self.kernel, self.rk = kernel, recurrent_kernel
+        # [x_t, h_{t-1} (after recurrent dropout), 1] for every step, and the stacked weights
+        self.xh = be.empty((steps, batch, f + u + (bias is not None)), x.dtype)
+        xs = x.transpose(1, 0, 2)
+        self.xh[:, :, :f] = xs[::-1] if self.go_backwards else xs
+        if bias is not None:
+            self.xh[:, :, f + u] = 1
+        w = xp.concatenate([kernel, recurrent_kernel] + ([bias[None]] if bias is not None else []))
+        self.z = be.empty((steps, batch, 4 * u), x.dtype)  # pre-activations, then the gates
+        self.states = [be.empty((steps + 1, batch, u), x.dtype) for _ in range(2)]
+        for s, s0 in zip(self.states, states):
+            s[0] = s0
+        self.tc = be.empty((steps, batch, u), x.dtype)  # act(c_t) before any masking
+        keep = self._time_major_mask(xp, steps)
+        self.outs = self.states[0] if keep is None else xp.zeros_like(self.states[0])
+        h, c = self.states
+        for t in range(steps):
+            h_in = self.xh[t, :, f:f + u]
+            if self.rmask is None:
+                h_in[...] = h[t]
+            else:
+                xp.multiply(h[t], self.rmask, out=h_in)
+            xp.matmul(self.xh[t], w, out=self.z[t])
+            be.lstm_gates(self.z[t], c[t], *self.activations, out=(h[t + 1], c[t + 1], self.tc[t]))
+            if keep is not None:
+                self._carry(xp, t, keep[t])
+        return self._pack(xp, batch, steps)
 
-    def _prepare(self, xp, batch, steps, dtype):
-        self.tc = xp.empty((steps, self.units, batch), dtype)  # act(c_t) before any masking
+    def backward(self, gy):
+        xp = self.xp
+        steps, batch, gu = self.z.shape
+        u = self.units
+        seq = steps if self.return_sequences else 1
+        d_states = [xp.zeros((batch, u), gy.dtype) for _ in range(2)]
+        if self.return_state:
+            for j, d in enumerate(d_states):
+                d += gy[:, seq + j]
+        g_out = gy[:, :steps].transpose(1, 0, 2) if self.return_sequences else None
+        d_out = xp.zeros_like(d_states[0]) if self.keep is not None else None
+        self.dz = self.backend.empty((steps, batch, gu), gy.dtype)  # all steps' dz, for the GEMMs
+        self.dc_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
+        self.dh_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
+        self.rk_t = xp.ascontiguousarray(self.rk.T)  # a C-order B runs ~15 % faster per step
+        need_states = any(self.needs_grad[-2:])  # else the first step needs no dh_{t-1} GEMM
+        for t in range(steps - 1, -1, -1):
+            g = g_out[t] if g_out is not None else gy[:, 0] if t == steps - 1 else None
+            if self.keep is None:
+                if g is not None:
+                    d_states[0] += g
+                d_states = self._step_back(xp, t, d_states, t > 0 or need_states)
+            else:
+                d_states, d_out = self._masked_step_back(xp, t, d_states, d_out, g)
+        return self._weight_grads(xp) + tuple(d_states)
 
-    def _step(self, xp, t):
-        z = self.z[t]
-        xp.matmul(self.rk_f.T, self._h_in(xp, t), out=self.buf)
-        z += self.buf
-        self.backend.lstm_gates(z.T, self.states[1][t].T, *self.activations,
-                                out=(self.states[0][t + 1].T, self.states[1][t + 1].T,
-                                     self.tc[t].T))
-
-    def _step_back(self, xp, t, d_states):
+    def _step_back(self, xp, t, d_states, need_dh=True):
+        """``dz_t`` into ``self.dz[t]``; returns the gradients of ``h_{t-1}`` and ``c_{t-1}``.
+        Two buffers each: a step never writes the one it reads."""
         dh, dc = d_states
-        dc_prev = self.dc_buffers[t % 2]  # two buffers: a step never writes the one it reads
-        self.backend.lstm_gates_grad(self.z[t].T, self.states[1][t].T, self.tc[t].T, dh.T,
-                                     dc.T, *self.activations, out=(self.dz.T, dc_prev.T))
-        self._accumulate_recurrent(xp, self._h_in(xp, t), self.dz)
-        dh = xp.matmul(self.rk, self.dz)
+        dz, dc_prev = self.dz[t], self.dc_buffers[t % 2]
+        self.backend.lstm_gates_grad(self.z[t], self.states[1][t], self.tc[t], dh, dc,
+                                     *self.activations, out=(dz, dc_prev))
+        if not need_dh:
+            return [None, None]
+        dh = xp.matmul(dz, self.rk_t, out=self.dh_buffers[t % 2])
         if self.rmask is not None:
-            dh *= self.rmask_t
+            dh *= self.rmask
         return [dh, dc_prev]
 
-    def _prepare_back(self, xp, batch, steps, dtype):
-        super()._prepare_back(xp, batch, steps, dtype)
-        self.dc_buffers = [xp.empty((self.units, batch), dtype) for _ in range(2)]
+    def _weight_grads(self, xp):
+        """Gradients of x (one GEMM) and of kernel, recurrent_kernel and bias (together one
+        GEMM: ``[x, h_in, 1].T @ dz`` over all steps)."""
+        steps, batch, gu = self.dz.shape
+        need, f, u = self.needs_grad, self.kernel.shape[0], self.units
+        dz = self.dz.reshape(-1, gu)
+        gx = None
+        if need[0]:
+            gx = (dz @ self.kernel.T).reshape(steps, batch, f)
+            gx = (gx[::-1] if self.go_backwards else gx).transpose(1, 0, 2)
+        gw = None
+        if any(need[1:3 + self.use_bias]):
+            gw = self.xh.reshape(-1, self.xh.shape[2]).T @ dz
+        grads = [gw[:f] if need[1] else None, gw[f:f + u] if need[2] else None]
+        if self.use_bias:
+            grads.append(gw[f + u] if need[3] else None)
+        return (gx, *grads)
 
 
 class _GRU(_Recurrence):
-    """Keras's GRU step (gates ``z, r, h``), with ``reset_after`` True (default) or False."""
+    """Keras's GRU step (gates ``z, r, h``), with ``reset_after`` True or False, in the
+    transposed layout; `gru` uses it for ``reset_after=False`` (`_GRUResetAfter` otherwise)."""
 
     n_gates = 3
 
@@ -376,6 +448,118 @@ class _GRU(_Recurrence):
         if not self.reset_after:
             return gb
         return xp.stack([gb, self.gbr @ xp.ones(self.gbr.shape[1], self.gbr.dtype)])
+
+
+class _GRUResetAfter(_Recurrence):
+    """Keras's default GRU (``reset_after=True``), batch-major like `_LSTM`: the input
+    projection ``x @ kernel + input_bias`` of all steps is one GEMM; per step
+    ``[h_{t-1}, 1] @ [recurrent_kernel; recurrent_bias]`` is one GEMM and the gate arithmetic
+    one call of the backend kernel ``gru_gates`` (``gru_gates_grad`` back); the weight and bias
+    gradients are two GEMMs over all steps."""
+
+    n_gates = 3
+    batch_major = True
+
+    def __init__(self, *args, reset_after=True, **kwargs):
+        super().__init__(*args, **kwargs)
+
+    def forward(self, x, kernel, recurrent_kernel, *rest):
+        xp, be = self.xp, self.backend
+        bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
+        batch, steps, features = x.shape
+        u, gu = self.units, 3 * self.units
+        xs = x.transpose(1, 0, 2)
+        self.xs = xp.ascontiguousarray(xs[::-1] if self.go_backwards else xs)
+        self.kernel, self.rk = kernel, recurrent_kernel
+        self.xz = be.empty((steps, batch, gu), x.dtype)  # input projections, then the gates
+        xp.matmul(self.xs.reshape(-1, features), kernel, out=self.xz.reshape(-1, gu))
+        # [h_{t-1} (after recurrent dropout), 1] per step, and the stacked recurrent weights
+        self.h1 = be.empty((steps, batch, u + (bias is not None)), x.dtype)
+        w = recurrent_kernel
+        if bias is not None:
+            self.xz += bias[0]
+            self.h1[:, :, u] = 1
+            w = xp.concatenate([recurrent_kernel, bias[1][None]])
+        self.hz = be.empty((steps, batch, gu), x.dtype)  # recurrent projections
+        self.states = [be.empty((steps + 1, batch, u), x.dtype)]
+        h = self.states[0]
+        h[0] = states[0]
+        keep = self._time_major_mask(xp, steps)
+        self.outs = h if keep is None else xp.zeros_like(h)
+        for t in range(steps):
+            h_in = self.h1[t, :, :u]
+            if self.rmask is None:
+                h_in[...] = h[t]
+            else:
+                xp.multiply(h[t], self.rmask, out=h_in)
+            xp.matmul(self.h1[t], w, out=self.hz[t])
+            be.gru_gates(self.xz[t], self.hz[t], h[t], *self.activations, out=h[t + 1])
+            if keep is not None:
+                self._carry(xp, t, keep[t])
+        return self._pack(xp, batch, steps)
+
+    def backward(self, gy):
+        xp = self.xp
+        steps, batch, gu = self.xz.shape
+        u = self.units
+        seq = steps if self.return_sequences else 1
+        d_states = [xp.zeros((batch, u), gy.dtype)]
+        if self.return_state:
+            d_states[0] += gy[:, seq]
+        g_out = gy[:, :steps].transpose(1, 0, 2) if self.return_sequences else None
+        d_out = xp.zeros_like(d_states[0]) if self.keep is not None else None
+        self.dxz = self.backend.empty((steps, batch, gu), gy.dtype)
+        self.dhz = self.backend.empty((steps, batch, gu), gy.dtype)
+        self.dh_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
+        self.dh_direct = xp.empty((batch, u), gy.dtype)
+        self.rk_t = xp.ascontiguousarray(self.rk.T)
+        need_state = self.needs_grad[-1]
+        for t in range(steps - 1, -1, -1):
+            g = g_out[t] if g_out is not None else gy[:, 0] if t == steps - 1 else None
+            if self.keep is None:
+                if g is not None:
+                    d_states[0] += g
+                d_states = self._step_back(xp, t, d_states, t > 0 or need_state)
+            else:
+                d_states, d_out = self._masked_step_back(xp, t, d_states, d_out, g)
+        return self._weight_grads(xp) + tuple(d_states)
+
+    def _step_back(self, xp, t, d_states, need_dh=True):
+        """``dxz_t``, ``dhz_t`` into their arrays; returns the gradient of ``h_{t-1}``."""
+        dxz, dhz = self.dxz[t], self.dhz[t]
+        self.backend.gru_gates_grad(self.xz[t], self.hz[t], self.states[0][t], d_states[0],
+                                    *self.activations, out=(dxz, dhz, self.dh_direct))
+        if not need_dh:
+            return [None]
+        dh = xp.matmul(dhz, self.rk_t, out=self.dh_buffers[t % 2])
+        if self.rmask is not None:
+            dh *= self.rmask
+        dh += self.dh_direct
+        return [dh]
+
+    def _weight_grads(self, xp):
+        """Gradients of x and kernel (GEMMs on ``dxz``), recurrent_kernel and the recurrent bias
+        (one GEMM ``[h_in, 1].T @ dhz``) and the input bias (a column sum)."""
+        steps, batch, gu = self.dxz.shape
+        need, u = self.needs_grad, self.units
+        dxz, dhz = self.dxz.reshape(-1, gu), self.dhz.reshape(-1, gu)
+        gx = gk = None
+        if need[0]:
+            gx = (dxz @ self.kernel.T).reshape(steps, batch, -1)
+            gx = (gx[::-1] if self.go_backwards else gx).transpose(1, 0, 2)
+        if need[1]:
+            gk = self.xs.reshape(-1, self.xs.shape[2]).T @ dxz
+        grads = (gx, gk)
+        bias_grad = self.use_bias and need[3]
+        if need[2] or bias_grad:
+            gw = self.h1.reshape(-1, self.h1.shape[2]).T @ dhz
+            grads += (gw[:u] if need[2] else None,)
+        else:
+            grads += (None,)
+        if self.use_bias:
+            ones = xp.ones(dxz.shape[0], dxz.dtype)
+            grads += (xp.stack([ones @ dxz, gw[u]]) if bias_grad else None,)
+        return grads
 
 
 # -- public functions ------------------------------------------------------------------------------
@@ -539,7 +723,8 @@ def gru(inputs, kernel, recurrent_kernel, bias=None, initial_state=None, mask=No
     if bias is not None:
         _expect("gru", "bias", bias, (2, 3 * units) if reset_after else (3 * units,))
     h0 = _zeros_state(inputs, units) if initial_state is None else initial_state
-    return _run(_GRU, "gru", inputs, [h0], kernel, recurrent_kernel, bias, units, 3,
+    return _run(_GRUResetAfter if reset_after else _GRU, "gru", inputs, [h0], kernel,
+                recurrent_kernel, bias, units, 3,
                 (activation, recurrent_activation), mask, recurrent_dropout_mask, go_backwards,
                 return_sequences, return_state, zero_output_for_mask, reset_after=reset_after)
 
