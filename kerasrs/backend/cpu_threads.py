@@ -18,8 +18,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 
 # Work (in element copies, ~0.5 ns each) per part below which splitting costs more than it
-# saves: waking a sleeping thread on the other core took 25-90 us on the project machine.
-GRAIN = 1 << 17
+# saves. Waking a sleeping thread on the other core takes 25-90 us on the project machine, and
+# in training the other core is rarely free: after each GEMM, OpenBLAS's worker thread spins
+# there for a while, and a part sent to it shares the core with the spinner. Measured per
+# training step (2 threads, quiet machine): with 2**17 the transformer took 11.2 ms and the
+# MLP 2.82 ms, with 2**21 10.0 and 2.70 ms (the same as never splitting); the CNN was the same
+# either way (82-84 ms). So only parts of ~1 ms or more are split.
+GRAIN = 1 << 21
 
 _pool = []
 _lock = threading.Lock()
@@ -51,10 +56,10 @@ def threads():
         return n
 
 
-def bounds(n, work_per_item=1, grain=GRAIN):
+def bounds(n, work_per_item=1, grain=None):
     """Split ``range(n)`` into at most `threads()` near-equal ``(start, stop)`` parts, each
-    with at least ``grain`` elements of work (``work_per_item`` elements per index)."""
-    parts = max(1, min(threads(), n * work_per_item // grain, n))
+    with at least ``grain`` (default `GRAIN`) elements of work, ``work_per_item`` per index."""
+    parts = max(1, min(threads(), n * work_per_item // (grain or GRAIN), n))
     return [(n * k // parts, n * (k + 1) // parts) for k in range(parts)]
 
 
@@ -76,12 +81,12 @@ def run(calls):
         f.result()
 
 
-def split(kernel, n, *args, work_per_item=1, grain=GRAIN):
+def split(kernel, n, *args, work_per_item=1, grain=None):
     """``kernel(*args, start, stop)`` over ``range(n)``, in parts on `threads()` threads."""
     run([(kernel, args + part) for part in bounds(n, work_per_item, grain)])
 
 
-def split_many(items, work_per_item=1, grain=GRAIN):
+def split_many(items, work_per_item=1, grain=None):
     """`split` for several kernels at once, ``items = [(kernel, args, n), ...]``: their index
     ranges laid end to end are cut into `threads()` parts, so a multi-tensor update over many
     small arrays wakes the other threads once, not once per array."""

@@ -23,6 +23,13 @@ def be():
         yield backend
 
 
+@pytest.fixture(autouse=True)
+def small_grain(monkeypatch):
+    """A grain small enough that this file's sizes really split (the default is tuned for
+    training steps, where only ~1 ms parts are worth a thread)."""
+    monkeypatch.setattr(cpu_threads, "GRAIN", 1 << 15)
+
+
 @pytest.fixture(params=[1, 2, 3])
 def parts(request, monkeypatch):
     """The number of threads a split may use (the pool adapts; a 1-core machine still splits)."""
