@@ -14,6 +14,7 @@ float16 too.
 """
 
 import math
+import threading
 
 import numpy as np
 
@@ -26,18 +27,21 @@ def large_negative(dtype):
     return -3e4 if np.dtype(dtype) == np.float16 else -1e9
 
 
-_SCRATCH = {}  # (array module, shape, dtype) -> a reusable array for backward temporaries
+# Per thread, {(array module, shape, dtype): a reusable array for backward temporaries}: two
+# models training in two threads must not share one (matmul and the kernels release the GIL).
+_SCRATCH = threading.local()
 
 
 def _scratch(xp, shape, dtype):
     """A scratch array reused across calls (fresh large arrays cost page faults on first touch).
     Only for temporaries that do not outlive the call that asks for them."""
     key = (xp.__name__, tuple(shape), np.dtype(dtype).str)
-    buf = _SCRATCH.get(key)
+    buffers = _SCRATCH.__dict__.setdefault("buffers", {})
+    buf = buffers.get(key)
     if buf is None:
-        if len(_SCRATCH) > 8:
-            _SCRATCH.clear()
-        buf = _SCRATCH[key] = xp.empty(shape, dtype)
+        if len(buffers) > 8:
+            buffers.clear()
+        buf = buffers[key] = xp.empty(shape, dtype)
     return buf
 
 

@@ -383,6 +383,20 @@ def test_fused_softmax_rows_far_below_the_head_maximum_stay_exact():
     assert np.all(got[1] == 0)
 
 
+def test_backward_scratch_is_per_thread():
+    """Two models training in two threads: the backward's reused score-gradient array must not
+    be shared (the GEMMs release the GIL; a shared one mixed the threads' gradients)."""
+    import threading
+
+    got = []
+    thread = threading.Thread(target=lambda: got.append(attention_ops._scratch(np, (2, 3), "f4")))
+    thread.start()
+    thread.join()
+    mine = attention_ops._scratch(np, (2, 3), "f4")
+    assert mine is attention_ops._scratch(np, (2, 3), "f4")  # reused within a thread
+    assert not np.may_share_memory(mine, got[0])
+
+
 def test_projection_op_values_gradients_and_errors():
     from kerasrs.ops import projection
 
