@@ -100,14 +100,15 @@ class _Attention(Function):
         """Softmax over the last axis in place, shifted by each head's (T, S) block maximum:
         one reduction over a long contiguous axis instead of one per short row. Returns False
         (``s`` then holds garbage) if some row that is not fully masked underflowed, i.e. lies
-        more than ~69 below its block's maximum; the caller then redoes it with row maxima.
+        more than ~69 below its block's maximum, or a NaN (which the block maximum spreads to
+        every row) came in; the caller then redoes it with row maxima.
         Used for float32/float64 only (float16's exp range is too small)."""
         if s.dtype.itemsize < 4:
             return False
         s -= s.reshape(s.shape[:2] + (-1,)).max(axis=-1)[..., None, None]
         xp.exp(s, out=s)
         total = xp.matmul(s, xp.ones((s.shape[-1], 1), s.dtype))  # row sums as a GEMV
-        small = total < 1e-30
+        small = ~(total >= 1e-30)  # NaN too: row maxima keep a NaN in its own row
         if bool(small.any()):
             if self.mask is None or bool((small & self.mask.any(axis=-1, keepdims=True)).any()):
                 return False

@@ -383,6 +383,21 @@ def test_fused_softmax_rows_far_below_the_head_maximum_stay_exact():
     assert np.all(got[1] == 0)
 
 
+def test_fused_softmax_nan_stays_in_its_query_row():
+    """A NaN score makes its own softmax row NaN, as NumPy's row-wise softmax does; the block
+    maximum must not spread it to the other queries of the head."""
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 4, 1, 3)), rng.normal(size=(2, 5, 1, 3))
+    v = rng.normal(size=(2, 5, 1, 2))
+    q[0, 1, 0, 0] = np.nan
+    want = np.einsum("bnts,bsnh->btnh", masked_softmax(np.einsum("btnh,bsnh->bnts", q, k) /
+                                                       np.sqrt(3), None), v)
+    for dtype in ("float32", "float64"):
+        with np.errstate(invalid="ignore"):
+            got = attention_ops.attention(*(a.astype(dtype) for a in (q, k, v))).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)  # NaN where want has NaN
+
+
 def test_backward_scratch_is_per_thread():
     """Two models training in two threads: the backward's reused score-gradient array must not
     be shared (the GEMMs release the GIL; a shared one mixed the threads' gradients)."""
