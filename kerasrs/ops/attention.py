@@ -105,7 +105,7 @@ class _Attention(Function):
         Used for float32/float64 only (float16's exp range is too small)."""
         if s.dtype.itemsize < 4:
             return False
-        s -= s.reshape(s.shape[:2] + (-1,)).max(axis=-1)[..., None, None]
+        s -= s.reshape(s.shape[:2] + (s.shape[2] * s.shape[3],)).max(axis=-1)[..., None, None]
         xp.exp(s, out=s)
         total = xp.matmul(s, xp.ones((s.shape[-1], 1), s.dtype))  # row sums as a GEMV
         small = ~(total >= 1e-30)  # NaN too: row maxima keep a NaN in its own row

@@ -544,8 +544,8 @@ class _GRUResetAfter(_Recurrence):
         need, u = self.needs_grad, self.units
         dxz, dhz = self.dxz.reshape(-1, gu), self.dhz.reshape(-1, gu)
         gx = gk = None
-        if need[0]:
-            gx = (dxz @ self.kernel.T).reshape(steps, batch, -1)
+        if need[0]:  # (explicit sizes: the batch may be 0)
+            gx = (dxz @ self.kernel.T).reshape(steps, batch, self.kernel.shape[0])
             gx = (gx[::-1] if self.go_backwards else gx).transpose(1, 0, 2)
         if need[1]:
             gk = self.xs.reshape(-1, self.xs.shape[2]).T @ dxz

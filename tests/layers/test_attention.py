@@ -398,6 +398,21 @@ def test_fused_softmax_nan_stays_in_its_query_row():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)  # NaN where want has NaN
 
 
+def test_mha_on_an_empty_batch():
+    """0 samples: an empty output and empty/zero gradients (the fused softmax's block maximum
+    reshaped with -1, which NumPy cannot infer for a size-0 array)."""
+    layer = layers.MultiHeadAttention(2, 3)
+    x = ops.convert_to_tensor(np.zeros((0, 5, 4), "float32"))
+    with kerasrs.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, x)
+        loss = ops.sum(y)
+    assert tuple(y.shape) == (0, 5, 4)
+    gx, *gw = tape.gradient(loss, [x] + layer.trainable_weights)
+    assert tuple(gx.shape) == (0, 5, 4)
+    assert all(g is None or not np.any(g.numpy()) for g in gw)
+
+
 def test_backward_scratch_is_per_thread():
     """Two models training in two threads: the backward's reused score-gradient array must not
     be shared (the GEMMs release the GIL; a shared one mixed the threads' gradients)."""

@@ -452,6 +452,23 @@ def test_layer_gradients_float64_wrt_inputs_and_weights(make):
     check_weight_gradients(lambda: layer(x, **kwargs), layer.weights)
 
 
+@pytest.mark.parametrize("layer_cls", [layers.LSTM, layers.GRU, layers.SimpleRNN])
+def test_empty_batch_gives_empty_outputs_and_gradients(layer_cls):
+    """A batch of 0 samples: outputs and input gradients are empty, weight gradients zero
+    (the GRU's input gradient reshape used to fail)."""
+    layer = layer_cls(3, return_sequences=True)
+    x = kerasrs.ops.convert_to_tensor(np.zeros((0, 4, 2), "float32"))
+    with kerasrs.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x)
+        loss = ops.sum(y)
+    assert tuple(y.shape) == (0, 4, 3)
+    gx, *gw = tape.gradient(loss, [x] + layer.trainable_weights)
+    assert tuple(gx.shape) == (0, 4, 2)
+    for g, w in zip(gw, layer.trainable_weights):
+        assert g.shape == w.shape and not np.any(g.numpy())
+
+
 @pytest.mark.slow
 def test_lstm_rows_example_learns_on_a_subset_of_fashion_mnist():
     import importlib.util
