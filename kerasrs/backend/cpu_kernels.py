@@ -49,13 +49,10 @@ gate_kernel = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={
 def _act(x, code):
     if code == 1:  # as np.maximum(x, 0): NaN stays, -inf and -0.0 give +0.0
         return x if not x <= 0 else 0
-    if code == 2:  # logistic without overflow
-        if x >= 0:
-            return 1 / (1 + math.exp(-x))
-        e = math.exp(x)
-        return e / (1 + e)
+    if code == 2:  # logistic without overflow (float32: the vectorizable `_sigmoid` below)
+        return _sigmoid(x)
     if code == 3:
-        return math.tanh(x)
+        return _tanh(x)
     return x
 
 
@@ -72,9 +69,24 @@ def _dact(y, code):
 
 
 # -- bias + activation ------------------------------------------------------------------------------
+# A loop that branches on a runtime activation code is vectorized only for the cheapest codes;
+# each kernel calls its row loop with a constant code, which LLVM inlines and vectorizes
+# (3584 x 128 float32: sigmoid 3.0 -> 0.32 ms, tanh 3.3 -> 0.42 ms).
 @kernel
 def bias_act(x, bias, code, out, start, stop):
     """``out[i] = act(x[i] + bias)`` for rows ``start:stop``."""
+    if code == 1:
+        _bias_act_rows(x, bias, 1, out, start, stop)
+    elif code == 2:
+        _bias_act_rows(x, bias, 2, out, start, stop)
+    elif code == 3:
+        _bias_act_rows(x, bias, 3, out, start, stop)
+    else:
+        _bias_act_rows(x, bias, 0, out, start, stop)
+
+
+@kernel
+def _bias_act_rows(x, bias, code, out, start, stop):
     c = x.shape[1]
     for i in range(start, stop):
         for j in range(c):
@@ -85,6 +97,18 @@ def bias_act(x, bias, code, out, start, stop):
 def bias_act_inplace(y, bias, code, start, stop):
     """`bias_act` with ``out`` = ``x``: one array, so LLVM vectorizes without an overlap check
     (which fails for two arguments on the same memory, leaving a scalar loop 4x slower)."""
+    if code == 1:
+        _bias_act_inplace_rows(y, bias, 1, start, stop)
+    elif code == 2:
+        _bias_act_inplace_rows(y, bias, 2, start, stop)
+    elif code == 3:
+        _bias_act_inplace_rows(y, bias, 3, start, stop)
+    else:
+        _bias_act_inplace_rows(y, bias, 0, start, stop)
+
+
+@kernel
+def _bias_act_inplace_rows(y, bias, code, start, stop):
     c = y.shape[1]
     for i in range(start, stop):
         for j in range(c):
@@ -94,6 +118,18 @@ def bias_act_inplace(y, bias, code, start, stop):
 @kernel
 def bias_act_grad(y, gy, code, out, acc, start, stop):
     """``out = gy * act'(y)`` for rows ``start:stop``; ``acc`` += their column sums."""
+    if code == 1:
+        _bias_act_grad_rows(y, gy, 1, out, acc, start, stop)
+    elif code == 2:
+        _bias_act_grad_rows(y, gy, 2, out, acc, start, stop)
+    elif code == 3:
+        _bias_act_grad_rows(y, gy, 3, out, acc, start, stop)
+    else:
+        _bias_act_grad_rows(y, gy, 0, out, acc, start, stop)
+
+
+@kernel
+def _bias_act_grad_rows(y, gy, code, out, acc, start, stop):
     c = y.shape[1]
     for i in range(start, stop):
         for j in range(c):
