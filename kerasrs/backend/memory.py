@@ -8,8 +8,11 @@ the array's base is a small owner object whose ``__del__`` returns the block, an
 that owner alive for as long as any view exists. So an array that escapes (a layer output the
 user keeps) is as safe as one from ``np.empty``.
 
-At most `MAX_FREE_BYTES` of free blocks are kept (a block freed beyond that is released), and
-`clear` releases them all (`kerasrs.utils.clear_session` calls it). Nothing process-wide is
+Block sizes are rounded up to a multiple of an eighth of their power of two, so sizes within
+12.5 % share blocks (a smaller last batch, varying sequence lengths). At most `MAX_FREE_BYTES`
+of free blocks are kept: a block freed beyond that drops all the free ones first (blocks of
+shapes no longer used do not pile up), and `clear` releases them all
+(`kerasrs.utils.clear_session` calls it). Nothing process-wide is
 changed: malloc's settings stay as they are.
 """
 
@@ -20,7 +23,7 @@ import numpy as np
 MIN_BYTES = 1 << 20  # smaller arrays come cheaply from malloc's heap
 MAX_FREE_BYTES = 1 << 30
 
-_free = {}  # nbytes -> [uint8 blocks]
+_free = {}  # size class in bytes -> [uint8 blocks]
 _kept = [0]  # bytes in _free (approximate under threads: only a cap)
 # Plain numeric dtypes: their ``dtype.str`` (the array interface's typestr) names them exactly.
 # Others (structured, sub-array, object, ml_dtypes' bfloat16: kind "V" or "O") would come back
@@ -52,17 +55,26 @@ def empty(shape, dtype="float32"):
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES or dtype.kind not in _POOLED_KINDS:
         return np.empty(shape, dtype)
-    free = _free.get(nbytes)
+    size = _size_class(nbytes)
+    free = _free.get(size)
     try:
         block = free.pop()
-        _kept[0] -= nbytes
+        _kept[0] -= size
     except (AttributeError, IndexError):  # no list for this size yet, or it is empty
-        block = np.empty(nbytes, np.uint8)
+        block = np.empty(size, np.uint8)
     return np.asarray(_Owner(block, shape, dtype))
+
+
+def _size_class(nbytes):
+    """``nbytes`` rounded up to a multiple of 1/8 of its largest power of two (<= 12.5 % more)."""
+    step = 1 << max(nbytes.bit_length() - 4, 0)
+    return -(-nbytes // step) * step
 
 
 def _give(block):
     if _kept[0] + block.size > MAX_FREE_BYTES:
+        clear()  # the free blocks are of sizes no longer asked for, or too many: start again
+    if block.size > MAX_FREE_BYTES:
         return  # released with the last reference
     _free.setdefault(block.size, []).append(block)
     _kept[0] += block.size

@@ -393,6 +393,7 @@ _GRU_COST, _GRU_GRAD_COST = 7, 6  # three gates, no cell state
 _CONV_CHUNK_BYTES = 1 << 23  # column block of a blocked conv2d (2-8 MB measured alike)
 _COST = {"linear": 1, "relu": 1, "sigmoid": 8, "tanh": 8}  # work per element, in copies
 _kernels = []  # [module] once numba imported, [None] if it is missing
+_kernels_lock = threading.Lock()
 
 
 def _philox():
@@ -407,15 +408,21 @@ def _philox():
 def compiled_kernels():
     """The `cpu_kernels` module, or None (with one warning) when numba is not installed."""
     if not _kernels:
-        try:
-            from kerasrs.backend import cpu_kernels
-        except ImportError as e:
-            warnings.warn(f"kerasrs: the compiled CPU kernels need numba ({e}); using the slower "
-                          "plain-NumPy versions. Install numba to train faster.", RuntimeWarning,
-                          stacklevel=3)
-            cpu_kernels = None
-        _kernels.append(cpu_kernels)
+        with _kernels_lock:  # two threads' first calls: one import, one warning
+            if not _kernels:
+                _kernels.append(_import_kernels())
     return _kernels[0]
+
+
+def _import_kernels():
+    try:
+        from kerasrs.backend import cpu_kernels
+    except ImportError as e:
+        warnings.warn(f"kerasrs: the compiled CPU kernels need numba ({e}); using the slower "
+                      "plain-NumPy versions. Install numba to train faster.", RuntimeWarning,
+                      stacklevel=4)
+        return None
+    return cpu_kernels
 
 
 def _compiled_for(x):

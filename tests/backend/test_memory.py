@@ -89,7 +89,7 @@ def test_a_block_is_not_reused_while_a_view_is_alive(kind):
     np.testing.assert_array_equal(np.asarray(keep), expect)  # not overwritten
     del keep, others, b
     gc.collect()
-    assert memory.kept_bytes() == 4 * n * 8  # now every block is free
+    assert memory.kept_bytes() == 4 * memory._size_class(n * 8)  # now every block is free
     again = [memory.empty((n,), "float64") for _ in range(4)]
     assert start in {address(b) for b in again}  # and reused
 
@@ -123,13 +123,37 @@ def test_arrays_survive_copy_and_pickling(clone):
 
 
 def test_free_blocks_are_capped_by_max_free_bytes(monkeypatch):
-    nbytes = BIG * 8
+    nbytes = memory._size_class(BIG * 8)
     monkeypatch.setattr(memory, "MAX_FREE_BYTES", 3 * nbytes)
     arrays = [memory.empty((BIG,), "float64") for _ in range(5)]
-    del arrays
+    for k in range(5):  # the fourth freed block finds the pool full: it starts again
+        arrays.pop()
+        gc.collect()
+        assert memory.kept_bytes() == [1, 2, 3, 1, 2][k] * nbytes
+    assert len(memory._free[nbytes]) == 2
+
+
+def test_a_pool_of_stale_sizes_makes_room_for_new_ones(monkeypatch):
+    monkeypatch.setattr(memory, "MAX_FREE_BYTES", 3 * memory._size_class(BIG * 8))
+    stale = [memory.empty((BIG,), "float64") for _ in range(3)]
+    del stale
     gc.collect()
-    assert memory.kept_bytes() == 3 * nbytes
-    assert len(memory._free[nbytes]) == 3
+    new = memory.empty((2 * BIG,), "float64")  # a size the pool has no block for
+    del new
+    gc.collect()
+    assert memory._size_class(2 * BIG * 8) in memory._free
+
+
+def test_sizes_within_an_eighth_share_blocks():
+    memory.clear()
+    a = memory.empty((BIG,), "float64")
+    block = a.base.block
+    del a
+    gc.collect()
+    b = memory.empty((BIG + BIG // 10,), "float64")  # 10 % larger: the same size class
+    assert b.base.block is block
+    assert memory._size_class(1 << 20) == 1 << 20
+    assert all(n <= memory._size_class(n) <= n * 1.125 for n in range(1 << 20, 1 << 22, 9973))
 
 
 def test_clear_and_clear_session_release_free_blocks():
@@ -137,7 +161,7 @@ def test_clear_and_clear_session_release_free_blocks():
     kept = memory.empty((BIG,), "float64")
     del arrays
     gc.collect()
-    assert memory.kept_bytes() == 2 * BIG * 8
+    assert memory.kept_bytes() == 2 * memory._size_class(BIG * 8)
     memory.clear()
     assert memory.kept_bytes() == 0 and not memory._free
     arrays = [memory.empty((BIG,), "float64") for _ in range(2)]
@@ -150,7 +174,7 @@ def test_clear_and_clear_session_release_free_blocks():
     assert (kept == 2).all()
     del kept
     gc.collect()
-    assert memory.kept_bytes() == BIG * 8
+    assert memory.kept_bytes() == memory._size_class(BIG * 8)
 
 
 def test_threads_allocating_and_freeing_never_share_a_block():
