@@ -125,7 +125,11 @@ class Variable(Tensor):
         if dtype is None and not hasattr(value, "dtype"):
             dtype = backend_module.floatx()
         be = backend_module.get()
+        # C order always: the fused optimizers update variables through flat views (an
+        # Orthogonal initializer's QR factor comes in Fortran order)
         data = _to_array(getattr(value, "data", value), be, dtype)
+        if not data.flags.c_contiguous:
+            data = be.xp.ascontiguousarray(data)
         if shape is not None and tuple(data.shape) != tuple(shape):
             raise ValueError(f"Variable {name!r}: initial value has shape {data.shape}, "
                              f"expected {tuple(shape)}.")

@@ -372,3 +372,24 @@ def test_mixing_backends_in_one_op_is_a_clear_error():
 def test_forward_errors_name_the_op_and_shapes():
     with pytest.raises(ValueError, match=r"add: .*Received: input shapes \(2,\), \(3,\)"):
         ops.add(np.ones(2), np.ones(3))
+
+
+def test_variables_hold_c_order_data_so_fused_updates_apply(monkeypatch):
+    """An Orthogonal initializer's QR factor is Fortran-ordered; the variable stores it in C order
+    (the fused optimizer kernels update through flat views; an F-order LSTM recurrent kernel
+    silently took the slow NumPy rule)."""
+    v = Variable(np.asfortranarray(np.arange(12.0).reshape(3, 4)))
+    assert v.data.flags.c_contiguous
+    np.testing.assert_array_equal(v.numpy(), np.arange(12.0).reshape(3, 4))
+    layer = kerasrs.layers.LSTM(4)
+    layer.build((2, 3, 5))
+    assert all(w.data.flags.c_contiguous for w in layer.weights)
+    assert Variable(np.float32(3.0)).shape == ()  # a scalar stays 0-d
+    from kerasrs.backend.base import Backend
+    calls = []
+    monkeypatch.setattr(Backend, "adam_update", lambda *a, **k: calls.append(a))
+    layer.cell.recurrent_kernel.assign(np.ones((4, 16)))
+    opt = kerasrs.optimizers.Adam()
+    with kerasrs.backend.using("numpy"):
+        opt.apply([np.ones((4, 16), "float32")], [layer.cell.recurrent_kernel])
+    assert not calls  # the compiled kernel, not the twin
