@@ -42,27 +42,6 @@ class NumpyBackend(base.Backend):
             buf = buffers[key] = np.empty(max(size, 1), dtype)
         return buf[:size].reshape(shape)
 
-    def _sgd_numpy(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
-                   weight_decay=0.0):
-        for i, (w, g) in enumerate(zip(params, grads)):
-            step = self.scratch(w.shape, w.dtype)
-            if weight_decay:
-                np.multiply(w, weight_decay * lr, out=step)
-                w -= step
-            np.multiply(g, lr, out=step)                # lr * g
-            if not momentum:
-                w -= step
-                continue
-            v = momentums[i]
-            v *= momentum
-            v -= step
-            if nesterov:
-                w -= step
-                np.multiply(v, momentum, out=step)
-                w += step
-            else:
-                w += v
-
     # -- compiled kernels (numba), each falling back to the NumPy twin in base.Backend ------------
     def dropout_mask(self, shape, rate, seed, offset=0, dtype="float32"):
         dtype = np.dtype(dtype)
@@ -152,8 +131,8 @@ class NumpyBackend(base.Backend):
             v = momentums[i] if momentum else w  # (w: unused placeholder of the right type)
             k = _compiled_for(w)  # per variable: float16/bfloat16 ones take the NumPy rule
             if k is None or not _flat_ok(w, v):
-                self._sgd_numpy([w], [g], None if not momentum else [v], lr, momentum,
-                                nesterov, weight_decay)
+                super().sgd_update([w], [g], None if not momentum else [v], lr, momentum,
+                                   nesterov, weight_decay)
                 continue
             f = w.dtype.type
             g = np.ascontiguousarray(g, dtype=w.dtype)
