@@ -271,16 +271,19 @@ def test_ops_on_cupy_match_numpy(cupy_backend):
     np.testing.assert_allclose(gb.numpy(), wb.numpy(), rtol=1e-10, atol=1e-12)
 
 
-def test_numpy_scratch_buffers_are_per_thread():
-    """Two threads training at once (two models) must not share the optimizer's scratch."""
+def test_numpy_empty_is_never_shared_by_live_arrays_across_threads():
+    """Two threads training at once (two models) must not get the same reused memory for
+    arrays that are alive at the same time; a freed block is reused."""
     import threading
 
     be = kerasrs.backend.get("numpy")
-    here = be.scratch((4,), "float32", "probe")
-    assert be.scratch((4,), "float32", "probe") is not None
-    assert np.shares_memory(here, be.scratch((4,), "float32", "probe"))  # reused in a thread
+    n = (1 << 20) // 4 + 7  # above memory.MIN_BYTES: pooled
+    here = be.empty((n,), "float32")
     other = []
-    t = threading.Thread(target=lambda: other.append(be.scratch((4,), "float32", "probe")))
+    t = threading.Thread(target=lambda: other.append(be.empty((n,), "float32")))
     t.start()
     t.join()
     assert not np.shares_memory(here, other[0])
+    address = other[0].ctypes.data
+    del other[:]
+    assert be.empty((n,), "float32").ctypes.data == address  # the freed block comes back

@@ -1,6 +1,6 @@
 """The NumPy (CPU) backend. The plain compositions in `base.Backend` are the reference; this
-class overrides the named kernels that are on training's hot path with versions that allocate
-nothing per call (reused scratch buffers, ``out=`` everywhere)."""
+class overrides the named kernels that are on training's hot path with compiled (numba)
+versions, whose large results and temporaries come from reused memory (`memory.empty`)."""
 
 import math
 import threading
@@ -16,10 +16,6 @@ class NumpyBackend(base.Backend):
     xp = np
     array_type = np.ndarray
 
-    def __init__(self):
-        super().__init__()
-        self._local = threading.local()  # scratch buffers per thread: threads may train at once
-
     def to_numpy(self, x):
         return np.asarray(x)
 
@@ -28,19 +24,6 @@ class NumpyBackend(base.Backend):
 
     def seed(self, seed):
         self.rng = np.random.default_rng(seed)
-
-    def scratch(self, shape, dtype, slot=0):
-        """A reusable uninitialized array of ``shape`` and ``dtype``: one flat buffer per
-        ``(dtype, slot)``, grown to the largest request and viewed in the asked shape. The
-        contents are overwritten by the next request for the same slot in the same thread.
-        Reusing memory on hot paths saves faulting in fresh pages every step."""
-        size = math.prod(shape)
-        key = (np.dtype(dtype).str, slot)
-        buffers = self._local.__dict__.setdefault("buffers", {})
-        buf = buffers.get(key)
-        if buf is None or buf.size < size:
-            buf = buffers[key] = np.empty(max(size, 1), dtype)
-        return buf[:size].reshape(shape)
 
     # -- compiled kernels (numba), each falling back to the NumPy twin in base.Backend ------------
     def dropout_mask(self, shape, rate, seed, offset=0, dtype="float32"):
@@ -224,7 +207,7 @@ class NumpyBackend(base.Backend):
         part = np.empty(kernel.shape, x.dtype)
         gb = np.zeros(filters)  # float64 sums
         gx = memory.empty(x.shape, x.dtype) if need_x else None
-        g_buf = self.scratch((cols.shape[0], filters), x.dtype, slot="conv2d_grad")
+        g_buf = memory.empty((cols.shape[0], filters), x.dtype)
         geometry = (*window, *strides, *dilation, padding[0][0], padding[1][0], *outs)
         for s0, s1 in chunks:
             m = (s1 - s0) * rows
@@ -244,14 +227,13 @@ class NumpyBackend(base.Backend):
         return gx, gk, gb.astype(x.dtype) if need_bias else None
 
     def _conv_blocks(self, x, window, strides, dilation, padding, k_rows):
-        """Output size, sample blocks and the column buffer (this thread's scratch) of a
-        blocked `conv2d`."""
+        """Output size, sample blocks and the column buffer (pooled memory, this call's own) of
+        a blocked `conv2d`."""
         outs = base._window_out([n + b + a for n, (b, a) in zip(x.shape[1:3], padding)],
                                 window, strides, dilation)
         per = max(1, _CONV_CHUNK_BYTES // max(outs[0] * outs[1] * k_rows * x.itemsize, 1))
         chunks = [(s, min(s + per, x.shape[0])) for s in range(0, x.shape[0], per)]
-        cols = self.scratch((min(per, x.shape[0]) * outs[0] * outs[1], k_rows), x.dtype,
-                            slot="conv2d")
+        cols = memory.empty((min(per, x.shape[0]) * outs[0] * outs[1], k_rows), x.dtype)
         return outs, chunks, cols
 
     def max_pool(self, x, pool_size, strides, padding):

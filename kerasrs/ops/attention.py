@@ -14,7 +14,6 @@ float16 too.
 """
 
 import math
-import threading
 
 import numpy as np
 
@@ -25,24 +24,6 @@ from kerasrs.ops import core
 def large_negative(dtype):
     """The number added to masked scores: -1e9, or -3e4 for float16 (Keras's choice)."""
     return -3e4 if np.dtype(dtype) == np.float16 else -1e9
-
-
-# Per thread, {(array module, shape, dtype): a reusable array for backward temporaries}: two
-# models training in two threads must not share one (matmul and the kernels release the GIL).
-_SCRATCH = threading.local()
-
-
-def _scratch(xp, shape, dtype):
-    """A scratch array reused across calls (fresh large arrays cost page faults on first touch).
-    Only for temporaries that do not outlive the call that asks for them."""
-    key = (xp.__name__, tuple(shape), np.dtype(dtype).str)
-    buffers = _SCRATCH.__dict__.setdefault("buffers", {})
-    buf = buffers.get(key)
-    if buf is None:
-        if len(buffers) > 8:
-            buffers.clear()
-        buf = buffers[key] = xp.empty(shape, dtype)
-    return buf
 
 
 class _Attention(Function):
@@ -132,7 +113,7 @@ class _Attention(Function):
         if gv is not None:
             xp.matmul(self.pd.transpose(0, 1, 3, 2), gh, out=gv)
         if gq is not None or gk is not None:
-            dp = _scratch(xp, self.p.shape, gy.dtype)
+            dp = self.backend.empty(self.p.shape, gy.dtype)  # reused memory, this call's own
             xp.matmul(gh, self.vh.transpose(0, 1, 3, 2), out=dp)
             if self.keep is not None:
                 dp *= self.keep

@@ -413,18 +413,36 @@ def test_mha_on_an_empty_batch():
     assert all(g is None or not np.any(g.numpy()) for g in gw)
 
 
-def test_backward_scratch_is_per_thread():
-    """Two models training in two threads: the backward's reused score-gradient array must not
-    be shared (the GEMMs release the GIL; a shared one mixed the threads' gradients)."""
+def test_backward_in_two_threads_matches_one_thread():
+    """Two models training in two threads: each backward's score-gradient temporary is its own
+    (the GEMMs release the GIL; a shared scratch array mixed the threads' gradients)."""
     import threading
 
-    got = []
-    thread = threading.Thread(target=lambda: got.append(attention_ops._scratch(np, (2, 3), "f4")))
-    thread.start()
-    thread.join()
-    mine = attention_ops._scratch(np, (2, 3), "f4")
-    assert mine is attention_ops._scratch(np, (2, 3), "f4")  # reused within a thread
-    assert not np.may_share_memory(mine, got[0])
+    rng = np.random.default_rng(5)
+    cases = [[rng.normal(size=(64, 9, 4, 8)).astype("float32") for _ in range(3)]
+             for _ in range(2)]
+
+    def grads(q, k, v):
+        q, k, v = (ops.convert_to_tensor(a) for a in (q, k, v))
+        with kerasrs.GradientTape() as tape:
+            tape.watch([q, k, v])
+            loss = ops.sum(attention_ops.attention(q, k, v) ** 2)
+        return [g.numpy() for g in tape.gradient(loss, [q, k, v])]
+
+    want = [grads(*c) for c in cases]
+    bad = []
+
+    def worker(j):
+        for _ in range(40):
+            got = grads(*cases[j])
+            bad.extend(j for g, w in zip(got, want[j]) if not np.array_equal(g, w))
+
+    threads = [threading.Thread(target=worker, args=(j,)) for j in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
 
 
 def test_projection_op_values_gradients_and_errors():
