@@ -11,7 +11,8 @@ is ``(low, high)`` of the pixel values (default (0, 255)); several transforms wo
 
 import numpy as np
 
-from kerasrs.layers.preprocessing.augmentation import _RandomImageLayer, _value_range
+from kerasrs.layers.preprocessing.augmentation import (_FixedImageLayer, _RandomImageLayer,
+                                                       _value_range)
 
 __all__ = ["RandomGrayscale", "RandomInvert", "Solarization", "AutoContrast",
            "RandomSaturation", "RandomHue", "RandomColorDegeneration", "RandomPosterization",
@@ -180,7 +181,7 @@ class Solarization(_RandomImageLayer):
                 "value_range": list(self.value_range)}
 
 
-class AutoContrast(_RandomImageLayer):
+class AutoContrast(_FixedImageLayer):
     """Stretches each channel of each image to the full value range (minimum to ``low``,
     maximum to ``high``), in training and inference alike. Constant channels (0/0) pass
     through unchanged.
@@ -190,15 +191,8 @@ class AutoContrast(_RandomImageLayer):
     """
 
     def __init__(self, value_range=(0, 255), **kwargs):
-        data_format = kwargs.pop("data_format", None)
-        super().__init__(None, data_format, **kwargs)
+        super().__init__(**kwargs)
         self.value_range = _value_range(self.name, value_range)
-
-    def _generator(self):
-        return None  # nothing random: leave the global generator alone
-
-    def draw(self, rng, shape):
-        return None
 
     def transform(self, xp, x, params=None):
         y = rescale(x, self.value_range, (0, 255))
@@ -214,9 +208,7 @@ class AutoContrast(_RandomImageLayer):
         return self.transform(xp, x)
 
     def get_config(self):
-        config = super().get_config()
-        del config["seed"]
-        return {**config, "value_range": list(self.value_range)}
+        return {**super().get_config(), "value_range": list(self.value_range)}
 
 
 class RandomSaturation(_ColorLayer):
