@@ -345,6 +345,17 @@ def test_bad_arguments_name_the_layer():
         layers.RandomTranslation(1.5, 0.1)
 
 
+
+@pytest.mark.parametrize("make", [
+    lambda: layers.CategoryEncoding(3, sparse=True), lambda: layers.StringLookup(sparse=True),
+    lambda: layers.IntegerLookup(sparse=True), lambda: layers.Hashing(3, sparse=True),
+    lambda: layers.HashedCrossing(3, sparse=True),
+    lambda: layers.Discretization([0.5], sparse=True)])
+def test_sparse_outputs_are_refused_naming_the_layer(make):
+    with pytest.raises(ValueError, match=r"^\w+: sparse outputs are not supported\. "
+                                         r"Received: sparse=True$"):
+        make()
+
 def test_normalization_exposes_mean_and_variance_as_keras_3_does():
     # Keras tutorials print `normalizer.mean`; before, AttributeError
     layer = layers.Normalization()
