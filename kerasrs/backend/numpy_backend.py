@@ -140,12 +140,9 @@ class NumpyBackend(base.Backend):
                 continue
             f = w.dtype.type  # scalars in the arrays' dtype: float32 stays float32 (and SIMD)
             g = np.ascontiguousarray(g, dtype=w.dtype)
-            flat = [a.reshape(-1) for a in (w, g, m, v)]
-            if v_hats is not None:
-                flat.append(v_hat.reshape(-1))
-            items.append((k.adam if v_hats is None else k.adam_amsgrad,
-                          (*flat, f(alpha), f(1.0 - beta_1), f(1.0 - beta_2), f(epsilon),
-                           f(weight_decay * lr)), w.size))
+            flat = [a.reshape(-1) for a in (w, g, m, v, v_hat)]
+            items.append((k.adam, (*flat, v_hats is not None, f(alpha), f(1.0 - beta_1),
+                                   f(1.0 - beta_2), f(epsilon), f(weight_decay * lr)), w.size))
         cpu_threads.split_many(items, work_per_item=4)
 
     def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
