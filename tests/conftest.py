@@ -37,3 +37,15 @@ def backend(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def config_round_trip():
+    """A checker: ``check(layer)`` asserts that the layer's config survives ``from_config``
+    and ``layers.serialize``/``deserialize`` unchanged (same class, equal config)."""
+    def check(layer):
+        config = layer.get_config()
+        assert type(layer).from_config(config).get_config() == config
+        again = kerasrs.layers.deserialize(kerasrs.layers.serialize(layer))
+        assert type(again) is type(layer) and again.get_config() == config
+    return check

@@ -226,12 +226,8 @@ def test_unit_normalization_values_and_gradients(rng):
     layers.LayerNormalization(axis=[1, 2], epsilon=1e-6, scale=False),
     layers.LayerNormalization(rms_scaling=True),
     layers.GroupNormalization(groups=4, axis=1), layers.UnitNormalization(axis=[1, 2])])
-def test_normalization_config_round_trip(layer):
-    config = layer.get_config()
-    clone = type(layer).from_config(config)
-    assert clone.get_config() == config
-    again = layers.deserialize(layers.serialize(layer))
-    assert type(again) is type(layer) and again.get_config() == config
+def test_normalization_config_round_trip(layer, config_round_trip):
+    config_round_trip(layer)
 
 
 def test_batch_norm_config_has_keras_defaults():

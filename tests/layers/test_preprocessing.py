@@ -277,13 +277,8 @@ CONFIGURED = [
 
 
 @pytest.mark.parametrize("make", CONFIGURED)
-def test_config_round_trip(make):
-    layer = make()
-    config = layer.get_config()
-    clone = type(layer).from_config(config)
-    assert clone.get_config() == config
-    again = kerasrs.layers.deserialize(kerasrs.layers.serialize(layer))
-    assert type(again) is type(layer) and again.get_config() == config
+def test_config_round_trip(make, config_round_trip):
+    config_round_trip(make())
 
 
 def test_keras_file_keeps_adapted_state(tmp_path):
@@ -344,6 +339,17 @@ def test_bad_arguments_name_the_layer():
     with pytest.raises(ValueError, match=r"`height_factor` must lie in \[-1.0, 1.0\]"):
         layers.RandomTranslation(1.5, 0.1)
 
+
+
+@pytest.mark.parametrize("make", [
+    lambda: layers.CategoryEncoding(3, sparse=True), lambda: layers.StringLookup(sparse=True),
+    lambda: layers.IntegerLookup(sparse=True), lambda: layers.Hashing(3, sparse=True),
+    lambda: layers.HashedCrossing(3, sparse=True),
+    lambda: layers.Discretization([0.5], sparse=True)])
+def test_sparse_outputs_are_refused_naming_the_layer(make):
+    with pytest.raises(ValueError, match=r"^\w+: sparse outputs are not supported\. "
+                                         r"Received: sparse=True$"):
+        make()
 
 def test_normalization_exposes_mean_and_variance_as_keras_3_does():
     # Keras tutorials print `normalizer.mean`; before, AttributeError

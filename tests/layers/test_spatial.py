@@ -91,12 +91,8 @@ def test_spatial_gradients_float64(rng, make, shape):
     layers.UpSampling3D(2), layers.ZeroPadding1D((1, 2)), layers.ZeroPadding2D(((1, 0), (2, 3))),
     layers.ZeroPadding3D(2), layers.Cropping1D(2), layers.Cropping2D((1, 2), "channels_first"),
     layers.Cropping3D(((0, 1), (1, 0), (1, 1)))])
-def test_spatial_config_round_trip(layer):
-    config = layer.get_config()
-    clone = type(layer).from_config(config)
-    assert clone.get_config() == config
-    again = layers.deserialize(layers.serialize(layer))
-    assert type(again) is type(layer) and again.get_config() == config
+def test_spatial_config_round_trip(layer, config_round_trip):
+    config_round_trip(layer)
 
 
 def test_spatial_configs_use_keras_forms():

@@ -57,6 +57,24 @@ class _RandomImageLayer(Layer):
         return {**super().get_config(), "seed": self.seed, "data_format": self.data_format}
 
 
+class _FixedImageLayer(_RandomImageLayer):
+    """An image layer with nothing random (no ``seed``): `draw` gives None to `transform`."""
+
+    def __init__(self, data_format=None, **kwargs):
+        super().__init__(None, data_format, **kwargs)
+
+    def _generator(self):
+        return None  # nothing random: leave the global generator alone
+
+    def draw(self, rng, shape):
+        return None
+
+    def get_config(self):
+        config = super().get_config()
+        del config["seed"]
+        return config
+
+
 def _factor_pair(who, name, factor, low=-1.0, high=1.0):
     """``(lower, upper)`` from a float ``f`` (``(-|f|, |f|)``) or a pair (sorted)."""
     if isinstance(factor, (tuple, list)) and len(factor) == 2:

@@ -22,6 +22,16 @@ def check_output_mode(who, output_mode, allowed):
                          f"Received: output_mode={output_mode!r}")
 
 
+def check_dense(who, sparse):
+    """Rejects ``sparse=True``: the layers here give dense outputs only.
+
+    Raises:
+        ValueError: for a true ``sparse``, naming the layer ``who``.
+    """
+    if sparse:
+        raise ValueError(f"{who}: sparse outputs are not supported. Received: sparse={sparse!r}")
+
+
 def encode(ids, depth, output_mode, dtype, backend, count_weights=None):
     """Keras's ``encode_categorical_inputs`` on a backend array of integer ids ``< depth``:
     "one_hot" adds an axis (a trailing axis of 1 is replaced), "multi_hot"/"count" reduce
@@ -69,9 +79,7 @@ class CategoryEncoding(Layer):
         if not isinstance(num_tokens, (int, np.integer)) or num_tokens < 1:
             raise ValueError(f"{self.name}: `num_tokens` must be a positive int. Received: "
                              f"num_tokens={num_tokens!r}")
-        if sparse:
-            raise ValueError(f"{self.name}: sparse outputs are not supported. Received: "
-                             f"sparse={sparse!r}")
+        check_dense(self.name, sparse)
         self.num_tokens, self.output_mode, self.sparse = int(num_tokens), output_mode, False
 
     def call(self, inputs, count_weights=None):
@@ -106,9 +114,7 @@ class _IndexLookup(Layer):
         if not isinstance(num_oov_indices, int) or num_oov_indices < 0:
             raise ValueError(f"{self.name}: `num_oov_indices` must be an int >= 0. Received: "
                              f"num_oov_indices={num_oov_indices!r}")
-        if sparse:
-            raise ValueError(f"{self.name}: sparse outputs are not supported. Received: "
-                             f"sparse={sparse!r}")
+        check_dense(self.name, sparse)
         self.max_tokens, self.num_oov_indices = max_tokens, num_oov_indices
         self.mask_token, self.oov_token = mask_token, oov_token
         self.invert, self.output_mode = bool(invert), output_mode

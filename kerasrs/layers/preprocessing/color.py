@@ -11,7 +11,8 @@ is ``(low, high)`` of the pixel values (default (0, 255)); several transforms wo
 
 import numpy as np
 
-from kerasrs.layers.preprocessing.augmentation import _RandomImageLayer, _value_range
+from kerasrs.layers.preprocessing.augmentation import (_FixedImageLayer, _RandomImageLayer,
+                                                       _value_range)
 
 __all__ = ["RandomGrayscale", "RandomInvert", "Solarization", "AutoContrast",
            "RandomSaturation", "RandomHue", "RandomColorDegeneration", "RandomPosterization",
@@ -79,12 +80,15 @@ def _per_image(xp, values, x):
 
 
 class _ColorLayer(_RandomImageLayer):
-    """A colour layer with a ``factor`` range and a ``value_range``."""
+    """A colour layer with a ``factor`` range (within ``_bounds``) and a ``value_range``; its
+    ``__init__`` has the arguments, order and defaults Keras gives most colour layers."""
 
-    def __init__(self, factor, value_range, seed, data_format, bounds=(-1.0, 1.0), **kwargs):
+    _bounds = (-1.0, 1.0)
+
+    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, **kwargs):
         super().__init__(seed, data_format, **kwargs)
         self.factor = factor
-        self._range = keras_factor(self.name, factor, *bounds)
+        self._range = keras_factor(self.name, factor, *self._bounds)
         self.value_range = _value_range(self.name, value_range)
 
     def draw(self, rng, shape):
@@ -131,7 +135,7 @@ class RandomInvert(_ColorLayer):
 
     def __init__(self, factor=1.0, value_range=(0, 255), seed=None, data_format=None,
                  **kwargs):
-        super().__init__(factor, value_range, seed, data_format, **kwargs)
+        super().__init__(factor, value_range, data_format, seed, **kwargs)
 
     def draw(self, rng, shape):
         probability = rng.uniform(*self._range, shape[0])
@@ -180,7 +184,7 @@ class Solarization(_RandomImageLayer):
                 "value_range": list(self.value_range)}
 
 
-class AutoContrast(_RandomImageLayer):
+class AutoContrast(_FixedImageLayer):
     """Stretches each channel of each image to the full value range (minimum to ``low``,
     maximum to ``high``), in training and inference alike. Constant channels (0/0) pass
     through unchanged.
@@ -190,15 +194,8 @@ class AutoContrast(_RandomImageLayer):
     """
 
     def __init__(self, value_range=(0, 255), **kwargs):
-        data_format = kwargs.pop("data_format", None)
-        super().__init__(None, data_format, **kwargs)
+        super().__init__(**kwargs)
         self.value_range = _value_range(self.name, value_range)
-
-    def _generator(self):
-        return None  # nothing random: leave the global generator alone
-
-    def draw(self, rng, shape):
-        return None
 
     def transform(self, xp, x, params=None):
         y = rescale(x, self.value_range, (0, 255))
@@ -214,9 +211,7 @@ class AutoContrast(_RandomImageLayer):
         return self.transform(xp, x)
 
     def get_config(self):
-        config = super().get_config()
-        del config["seed"]
-        return {**config, "value_range": list(self.value_range)}
+        return {**super().get_config(), "value_range": list(self.value_range)}
 
 
 class RandomSaturation(_ColorLayer):
@@ -228,9 +223,6 @@ class RandomSaturation(_ColorLayer):
         factor: a number ``f`` (``[-f, f]``) or a pair, in [-1, 1].
         value_range, seed, data_format: see the module docstring.
     """
-
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, **kwargs):
-        super().__init__(factor, value_range, seed, data_format, **kwargs)
 
     def draw(self, rng, shape):
         f = rng.uniform(*self._range, shape[0])
@@ -250,9 +242,6 @@ class RandomHue(_ColorLayer):
         factor: a number ``f`` (``[-f, f]``) or a pair, in [-1, 1].
         value_range, seed, data_format: see the module docstring.
     """
-
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, **kwargs):
-        super().__init__(factor, value_range, seed, data_format, **kwargs)
 
     def draw(self, rng, shape):
         sign = np.where(rng.random(shape[0]) > 0.5, -1.0, 1.0)
@@ -275,9 +264,6 @@ class RandomColorDegeneration(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, **kwargs):
-        super().__init__(factor, value_range, seed, data_format, **kwargs)
-
     def transform(self, xp, x, params):
         f = _per_image(xp, params["factor"], x)
         return xp.clip(x + f * (grayscale(xp, x) - x), *self.value_range).astype(x.dtype)
@@ -292,8 +278,7 @@ class RandomPosterization(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, **kwargs):
-        super().__init__(factor, value_range, seed, data_format, bounds=(1, 8), **kwargs)
+    _bounds = (1, 8)  # factor counts bits
 
     def draw(self, rng, shape):
         low, high = int(self._range[0]), int(self._range[1])
@@ -316,9 +301,6 @@ class RandomSharpness(_ColorLayer):
         factor: a number ``f`` (``[-f, f]``) or a pair, in [-1, 1].
         value_range, seed, data_format: see the module docstring.
     """
-
-    def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, **kwargs):
-        super().__init__(factor, value_range, seed, data_format, **kwargs)
 
     def transform(self, xp, x, params):
         height, width = x.shape[1:3]

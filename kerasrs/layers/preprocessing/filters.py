@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from kerasrs.layers.preprocessing.augmentation import _RandomImageLayer, _value_range
+from kerasrs.layers.preprocessing.augmentation import (_FixedImageLayer, _RandomImageLayer,
+                                                       _value_range)
 from kerasrs.layers.preprocessing.color import keras_factor, rescale
 
 __all__ = ["RandomGaussianBlur", "Equalization"]
@@ -77,7 +78,7 @@ class RandomGaussianBlur(_RandomImageLayer):
                 "sigma": self.sigma, "value_range": list(self.value_range)}
 
 
-class Equalization(_RandomImageLayer):
+class Equalization(_FixedImageLayer):
     """Histogram equalization of each channel, on the (0, 255) scale with ``bins`` bins. As in
     Keras 3, the histogram of a channel is taken over the whole batch, and a channel with a
     single occupied bin passes through. Applies when training only, as Keras does.
@@ -89,16 +90,10 @@ class Equalization(_RandomImageLayer):
     """
 
     def __init__(self, value_range=(0, 255), bins=256, data_format=None, **kwargs):
-        super().__init__(None, data_format, **kwargs)
+        super().__init__(data_format, **kwargs)
         if int(bins) < 2:
             raise ValueError(f"{self.name}: `bins` must be an int >= 2. Received: bins={bins!r}")
         self.value_range, self.bins = _value_range(self.name, value_range), int(bins)
-
-    def _generator(self):
-        return None  # nothing random: leave the global generator alone
-
-    def draw(self, rng, shape):
-        return None
 
     def transform(self, xp, x, params=None):
         y = rescale(x, self.value_range, (0, 255))
@@ -124,6 +119,4 @@ class Equalization(_RandomImageLayer):
         return rescale(out.astype(x.dtype), (0, 255), self.value_range)
 
     def get_config(self):
-        config = super().get_config()
-        del config["seed"]
-        return {**config, "value_range": list(self.value_range), "bins": self.bins}
+        return {**super().get_config(), "value_range": list(self.value_range), "bins": self.bins}

@@ -74,9 +74,7 @@ class HashedCrossing(Layer):
         if not isinstance(num_bins, int) or num_bins < 1:
             raise ValueError(f"{self.name}: `num_bins` must be an int >= 1. Received: "
                              f"num_bins={num_bins!r}")
-        if sparse:
-            raise ValueError(f"{self.name}: sparse outputs are not supported. Received: "
-                             f"sparse={sparse!r}")
+        categorical.check_dense(self.name, sparse)
         self.num_bins, self.output_mode, self.sparse = num_bins, output_mode, False
 
     def call(self, inputs):

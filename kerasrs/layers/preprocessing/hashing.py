@@ -58,9 +58,7 @@ class Hashing(Layer):
         if salt is not None:
             raise NotImplementedError(f"{self.name}: salted hashing is not supported. "
                                       f"Received: salt={salt!r}")
-        if sparse:
-            raise ValueError(f"{self.name}: sparse outputs are not supported. Received: "
-                             f"sparse={sparse!r}")
+        categorical.check_dense(self.name, sparse)
         self.num_bins, self.mask_value, self.salt = num_bins, mask_value, None
         self.output_mode, self.sparse = output_mode, False
 

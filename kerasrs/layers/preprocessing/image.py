@@ -1,5 +1,5 @@
 """Image geometry: `Resizing` and `CenterCrop`, and the resampling kernels the augmentation
-layers share (`resize`, `affine_transform`), on NumPy or CuPy arrays.
+layers share (`resize`, `affine_transform`, `sample`), on NumPy or CuPy arrays.
 
 Conventions are Keras 3's (on its torch backend): bilinear resizing samples at half-pixel
 centres (``src = (dst + 0.5) * in / out - 0.5``, clamped at 0; PyTorch's
@@ -137,20 +137,13 @@ def _mirror(xp, index, size):
     return xp.abs((index + s) % (2 * s) - s)
 
 
-def affine_transform(xp, x, transforms, interpolation="bilinear", fill_mode="constant",
-                     fill_value=0.0):
-    """Apply one ``(8,)`` transform per image (Keras's ``[a0, a1, a2, b0, b1, b2, c0, c1]``,
-    projective terms ignored) to NHWC images ``x`` (see the module docstring)."""
-    n, h, w, c = x.shape
-    # float32 coordinates, as Keras computes them: nearest sampling then rounds alike
-    t = xp.asarray(transforms, dtype="float32").reshape(n, 8)
-    ys, xs = xp.meshgrid(xp.arange(h, dtype="float32"), xp.arange(w, dtype="float32"),
-                         indexing="ij")
-    src_x = (ys * t[:, 1, None, None] + xs * t[:, 0, None, None]) + t[:, 2, None, None]
-    src_y = (ys * t[:, 4, None, None] + xs * t[:, 3, None, None]) + t[:, 5, None, None]
+def sample(xp, x, src_x, src_y, interpolation, fill_value, fill_mode="constant"):
+    """Images ``x`` (NHWC) read at ``(src_y, src_x)`` per output pixel (``(n, h, w)`` each),
+    outside points handled by ``fill_mode`` (see the module docstring)."""
+    n, h, w, _ = x.shape
     batch = xp.arange(n)[:, None, None]
     if interpolation == "nearest":
-        corners = [(xp.round(src_y).astype(np.int64), xp.round(src_x).astype(np.int64), 1.0)]
+        corners = [(xp.round(src_y).astype(np.int64), xp.round(src_x).astype(np.int64), None)]
     else:
         y0, x0 = xp.floor(src_y), xp.floor(src_x)
         wy, wx = src_y - y0, src_x - x0
@@ -163,8 +156,22 @@ def affine_transform(xp, x, transforms, interpolation="bilinear", fill_mode="con
         if fill_mode == "constant":
             inside = (yi >= 0) & (yi < h) & (xi >= 0) & (xi < w)
             values = xp.where(inside[..., None], values, fill_value)
-        out += (weight[..., None] if not isinstance(weight, float) else weight) * values
+        out += values if weight is None else weight[..., None] * values
     return out.astype(x.dtype)
+
+
+def affine_transform(xp, x, transforms, interpolation="bilinear", fill_mode="constant",
+                     fill_value=0.0):
+    """Apply one ``(8,)`` transform per image (Keras's ``[a0, a1, a2, b0, b1, b2, c0, c1]``,
+    projective terms ignored) to NHWC images ``x`` (see the module docstring)."""
+    n, h, w, c = x.shape
+    # float32 coordinates, as Keras computes them: nearest sampling then rounds alike
+    t = xp.asarray(transforms, dtype="float32").reshape(n, 8)
+    ys, xs = xp.meshgrid(xp.arange(h, dtype="float32"), xp.arange(w, dtype="float32"),
+                         indexing="ij")
+    src_x = (ys * t[:, 1, None, None] + xs * t[:, 0, None, None]) + t[:, 2, None, None]
+    src_y = (ys * t[:, 4, None, None] + xs * t[:, 3, None, None]) + t[:, 5, None, None]
+    return sample(xp, x, src_x, src_y, interpolation, fill_value, fill_mode)
 
 
 class Resizing(Layer):

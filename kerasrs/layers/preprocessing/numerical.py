@@ -193,9 +193,7 @@ class Discretization(Layer):
                              f"bin_boundaries={bin_boundaries}, num_bins={num_bins}")
         categorical.check_output_mode(self.name, output_mode, ("int", "one_hot", "multi_hot",
                                                                "count"))
-        if sparse:
-            raise ValueError(f"{self.name}: sparse outputs are not supported. Received: "
-                             f"sparse={sparse!r}")
+        categorical.check_dense(self.name, sparse)
         self.bin_boundaries = None if bin_boundaries is None else [float(b) for b in
                                                                    bin_boundaries]
         if self.bin_boundaries is not None and self.bin_boundaries != sorted(self.bin_boundaries):

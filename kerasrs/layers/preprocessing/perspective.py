@@ -10,8 +10,7 @@ import numpy as np
 from kerasrs.layers.preprocessing.augmentation import _RandomImageLayer, _value_range
 from kerasrs.layers.preprocessing.color import keras_factor
 from kerasrs.layers.preprocessing.filters import _correlate, _gaussian_taps
-from kerasrs.layers.preprocessing.image import (FILL_MODES, INTERPOLATIONS, _fix_index,
-                                                check_choice)
+from kerasrs.layers.preprocessing.image import FILL_MODES, INTERPOLATIONS, check_choice, sample
 
 __all__ = ["RandomPerspective", "RandomElasticTransform"]
 
@@ -29,29 +28,6 @@ def homography(start_points, end_points):
     matrix = np.stack([rows_x, rows_y], axis=2).reshape(len(start), 8, 8)
     target = np.stack([x, y], axis=2).reshape(len(start), 8)
     return np.linalg.solve(matrix, target[..., None])[..., 0]
-
-
-def sample(xp, x, src_x, src_y, interpolation, fill_value, fill_mode="constant"):
-    """Images ``x`` (NHWC) read at ``(src_y, src_x)`` per output pixel, outside points handled
-    by ``fill_mode`` (see `kerasrs.layers.preprocessing.image`)."""
-    n, h, w, _ = x.shape
-    batch = xp.arange(n)[:, None, None]
-    if interpolation == "nearest":
-        corners = [(xp.round(src_y).astype(np.int64), xp.round(src_x).astype(np.int64), None)]
-    else:
-        y0, x0 = xp.floor(src_y), xp.floor(src_x)
-        wy, wx = src_y - y0, src_x - x0
-        y0, x0 = y0.astype(np.int64), x0.astype(np.int64)
-        corners = [(y0, x0, (1 - wy) * (1 - wx)), (y0, x0 + 1, (1 - wy) * wx),
-                   (y0 + 1, x0, wy * (1 - wx)), (y0 + 1, x0 + 1, wy * wx)]
-    out = xp.zeros(x.shape, dtype="float64")
-    for yi, xi, weight in corners:
-        values = x[batch, _fix_index(xp, yi, h, fill_mode), _fix_index(xp, xi, w, fill_mode)]
-        if fill_mode == "constant":
-            inside = (yi >= 0) & (yi < h) & (xi >= 0) & (xi < w)
-            values = xp.where(inside[..., None], values, fill_value)
-        out += values if weight is None else weight[..., None] * values
-    return out.astype(x.dtype)
 
 
 class RandomPerspective(_RandomImageLayer):
