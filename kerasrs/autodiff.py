@@ -514,8 +514,7 @@ class GradientTape:
         grads = self._backprop(target, output_gradients, flat_sources)
         result = []
         for s in flat_sources:
-            kind = s.data.dtype.kind  # integer sources: None (TF); `_differentiable`, inlined
-            g = grads.get(id(s)) if kind in "fc" or _differentiable(s) else None
+            g = grads.get(id(s)) if _differentiable(s) else None  # integer sources: None (TF)
             if g is None and unconnected_gradients == "zero":
                 g = s.backend.xp.zeros(s.shape, s.dtype)
             result.append(None if g is None else _wrap(g, s.backend))
@@ -530,8 +529,8 @@ class GradientTape:
         tracked, auto = self._tracked, self.watch_accessed_variables
         reach = set()
         for s in sources:  # unwatched or integer sources get None
-            if (id(s) in tracked or auto and isinstance(s, Variable) and s.trainable) and (
-                    s.data.dtype.kind in "fc" or _differentiable(s)):
+            if (id(s) in tracked or auto and isinstance(s, Variable) and s.trainable) and \
+                    _differentiable(s):
                 reach.add(id(s))
         relevant = []
         for rec in self._records:  # forward sweep: which ops depend on a source
@@ -572,14 +571,8 @@ class GradientTape:
                     gy = gy.astype(np.float32)
                 gxs = fn.backward(gy)
                 for x, gx, need in zip(inputs, gxs, needs):
-                    if need and gx is not None:  # _accumulate, inlined: this runs per op
-                        shape = x.data.shape
-                        if gx.shape != shape:
-                            gx = sum_to(gx, shape)
-                        if gx.dtype != x.data.dtype:
-                            gx = gx.astype(x.data.dtype)
-                        prev = grads.get(id(x))
-                        grads[id(x)] = gx if prev is None else prev + gx
+                    if need and gx is not None:
+                        _accumulate(grads, x, gx)
             for s in ready.get(i, ()):
                 if id(s) in grads:
                     self._on_gradient_ready(s, grads[id(s)])
@@ -601,13 +594,19 @@ class GradientTape:
 
 def _differentiable(x):
     """Float (and complex) tensors carry gradients; integer and bool ones do not (as in TF)."""
-    return x.dtype.kind in "fc" or x.dtype.name == "bfloat16"
+    dtype = x.data.dtype
+    return dtype.kind in "fc" or dtype.name == "bfloat16"
 
 
 def _accumulate(grads, x, g):
+    """Add ``g``, summed over broadcast axes to ``x``'s shape and cast to its dtype, into
+    ``grads[id(x)]`` (runs once per op input in every backward pass)."""
+    data = x.data
+    if g.shape != data.shape:
+        g = sum_to(g, data.shape)
+    if g.dtype != data.dtype:
+        g = g.astype(data.dtype)
     prev = grads.get(id(x))
-    if g.dtype != x.dtype:
-        g = g.astype(x.dtype)
     grads[id(x)] = g if prev is None else prev + g
 
 

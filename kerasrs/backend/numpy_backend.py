@@ -42,27 +42,6 @@ class NumpyBackend(base.Backend):
             buf = buffers[key] = np.empty(max(size, 1), dtype)
         return buf[:size].reshape(shape)
 
-    def _sgd_numpy(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
-                   weight_decay=0.0):
-        for i, (w, g) in enumerate(zip(params, grads)):
-            step = self.scratch(w.shape, w.dtype)
-            if weight_decay:
-                np.multiply(w, weight_decay * lr, out=step)
-                w -= step
-            np.multiply(g, lr, out=step)                # lr * g
-            if not momentum:
-                w -= step
-                continue
-            v = momentums[i]
-            v *= momentum
-            v -= step
-            if nesterov:
-                w -= step
-                np.multiply(v, momentum, out=step)
-                w += step
-            else:
-                w += v
-
     # -- compiled kernels (numba), each falling back to the NumPy twin in base.Backend ------------
     def dropout_mask(self, shape, rate, seed, offset=0, dtype="float32"):
         dtype = np.dtype(dtype)
@@ -140,12 +119,9 @@ class NumpyBackend(base.Backend):
                 continue
             f = w.dtype.type  # scalars in the arrays' dtype: float32 stays float32 (and SIMD)
             g = np.ascontiguousarray(g, dtype=w.dtype)
-            flat = [a.reshape(-1) for a in (w, g, m, v)]
-            if v_hats is not None:
-                flat.append(v_hat.reshape(-1))
-            items.append((k.adam if v_hats is None else k.adam_amsgrad,
-                          (*flat, f(alpha), f(1.0 - beta_1), f(1.0 - beta_2), f(epsilon),
-                           f(weight_decay * lr)), w.size))
+            flat = [a.reshape(-1) for a in (w, g, m, v, v_hat)]
+            items.append((k.adam, (*flat, v_hats is not None, f(alpha), f(1.0 - beta_1),
+                                   f(1.0 - beta_2), f(epsilon), f(weight_decay * lr)), w.size))
         cpu_threads.split_many(items, work_per_item=4)
 
     def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
@@ -155,8 +131,8 @@ class NumpyBackend(base.Backend):
             v = momentums[i] if momentum else w  # (w: unused placeholder of the right type)
             k = _compiled_for(w)  # per variable: float16/bfloat16 ones take the NumPy rule
             if k is None or not _flat_ok(w, v):
-                self._sgd_numpy([w], [g], None if not momentum else [v], lr, momentum,
-                                nesterov, weight_decay)
+                super().sgd_update([w], [g], None if not momentum else [v], lr, momentum,
+                                   nesterov, weight_decay)
                 continue
             f = w.dtype.type
             g = np.ascontiguousarray(g, dtype=w.dtype)

@@ -141,7 +141,7 @@ def map_structure(fn, structure):
     return fn(structure)
 
 
-_NESTED = (list, tuple, dict)
+_NESTED = autodiff._NESTED
 
 
 def any_symbolic(args, kwargs):
