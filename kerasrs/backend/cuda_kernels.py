@@ -60,6 +60,17 @@ def _float(op, name, a):
     return CTYPES[a.dtype]
 
 
+def _labels(op, labels, dtype, n, c):
+    """Checked ``(labels, sparse)`` for a softmax cross-entropy over (n, c) scores: int32 class
+    ids of shape (n,) (sparse) or ``dtype`` one-hot rows of shape (n, c)."""
+    sparse = labels.ndim == 1
+    if sparse:
+        _check(op, "labels", labels, dtype="iu", shape=(n,))
+        return labels.astype(np.int32, copy=False), sparse
+    _check(op, "labels", labels, dtype=dtype, shape=(n, c))
+    return labels, sparse
+
+
 def _pow2_block(n, max_block):
     """Threads per block for a row reduction: a power of two, 32 <= b <= max_block, ~n."""
     b = 32
@@ -102,12 +113,7 @@ class Kernels:
         _check(op, "logits", logits, ndim=2)
         t = _float(op, "logits", logits)
         n, c = logits.shape
-        sparse = labels.ndim == 1
-        if sparse:
-            _check(op, "labels", labels, dtype="iu", shape=(n,))
-            labels = labels.astype(np.int32, copy=False)
-        else:
-            _check(op, "labels", labels, dtype=logits.dtype, shape=(n, c))
+        labels, sparse = _labels(op, labels, logits.dtype, n, c)
         loss = self.xp.empty((n,), logits.dtype)
         probs = self.xp.empty_like(logits)
         if c == 0:
@@ -126,12 +132,7 @@ class Kernels:
         t = _float(op, "probs", probs)
         n, c = probs.shape
         _check(op, "gloss", gloss, dtype=probs.dtype, shape=(n,))
-        sparse = labels.ndim == 1
-        if sparse:
-            _check(op, "labels", labels, dtype="iu", shape=(n,))
-            labels = labels.astype(np.int32, copy=False)
-        else:
-            _check(op, "labels", labels, dtype=probs.dtype, shape=(n, c))
+        labels, sparse = _labels(op, labels, probs.dtype, n, c)
         out = self.xp.empty_like(probs)
         if out.size == 0:
             return out

@@ -17,6 +17,9 @@ class IoU(base.Metric):
         axis: the class axis for non-sparse inputs.
     """
 
+    # Constructor arguments a subclass fixes; its config leaves them out (as Keras's does).
+    _fixed_args = ()
+
     def __init__(self, num_classes, target_class_ids, name=None, dtype=None, ignore_class=None,
                  sparse_y_true=True, sparse_y_pred=True, axis=-1):
         super().__init__(name=name, dtype=dtype)
@@ -59,25 +62,25 @@ class IoU(base.Metric):
         return float(iou.sum() / max(present.sum(), 1))
 
     def get_config(self):
-        return {**super().get_config(), "num_classes": self.num_classes,
-                "target_class_ids": self.target_class_ids, "ignore_class": self.ignore_class,
-                "sparse_y_true": self.sparse_y_true, "sparse_y_pred": self.sparse_y_pred,
-                "axis": self.axis}
+        config = {**super().get_config(), "num_classes": self.num_classes,
+                  "target_class_ids": self.target_class_ids, "ignore_class": self.ignore_class,
+                  "sparse_y_true": self.sparse_y_true, "sparse_y_pred": self.sparse_y_pred,
+                  "axis": self.axis}
+        for key in self._fixed_args:
+            config.pop(key)
+        return config
 
 
 class MeanIoU(IoU):
     """`IoU` averaged over all ``num_classes`` classes."""
+
+    _fixed_args = ("target_class_ids",)
 
     def __init__(self, num_classes, name=None, dtype=None, ignore_class=None,
                  sparse_y_true=True, sparse_y_pred=True, axis=-1):
         super().__init__(num_classes, list(range(num_classes)), name=name, dtype=dtype,
                          ignore_class=ignore_class, sparse_y_true=sparse_y_true,
                          sparse_y_pred=sparse_y_pred, axis=axis)
-
-    def get_config(self):
-        config = super().get_config()
-        config.pop("target_class_ids")
-        return config
 
 
 class BinaryIoU(IoU):
@@ -100,27 +103,21 @@ class BinaryIoU(IoU):
 class OneHotIoU(IoU):
     """`IoU` for one-hot labels and class scores."""
 
+    _fixed_args = ("sparse_y_true",)
+
     def __init__(self, num_classes, target_class_ids, name=None, dtype=None, ignore_class=None,
                  sparse_y_pred=False, axis=-1):
         super().__init__(num_classes, target_class_ids, name=name, dtype=dtype,
                          ignore_class=ignore_class, sparse_y_true=False,
                          sparse_y_pred=sparse_y_pred, axis=axis)
 
-    def get_config(self):
-        config = super().get_config()
-        config.pop("sparse_y_true")
-        return config
-
 
 class OneHotMeanIoU(MeanIoU):
     """`MeanIoU` for one-hot labels and class scores."""
+
+    _fixed_args = ("target_class_ids", "sparse_y_true")
 
     def __init__(self, num_classes, name=None, dtype=None, ignore_class=None,
                  sparse_y_pred=False, axis=-1):
         super().__init__(num_classes, name=name, dtype=dtype, ignore_class=ignore_class,
                          sparse_y_true=False, sparse_y_pred=sparse_y_pred, axis=axis)
-
-    def get_config(self):
-        config = super().get_config()
-        config.pop("sparse_y_true")
-        return config

@@ -72,28 +72,34 @@ def psnr(x1, x2, max_val):
     return 20.0 * np.log10(max_val) - 10.0 * math.log(mse) / np.log(10.0)
 
 
-def depth_to_space(x, block_size, data_format="channels_last"):
-    """Move channel blocks into spatial blocks: (N, H, W, C*b*b) -> (N, H*b, W*b, C)."""
+def _on_channels_last(x, data_format, fn):
+    """``fn`` applied to the (N, H, W, C) view of the 4-D ``x``; the result in ``data_format``."""
     x = convert_to_tensor(x)
-    b = block_size
-    if data_format == "channels_first":
-        x = layout.transpose(x, (0, 2, 3, 1))
+    if data_format != "channels_first":
+        return fn(x)
+    return layout.transpose(fn(layout.transpose(x, (0, 2, 3, 1))), (0, 3, 1, 2))
+
+
+def _depth_to_space_nhwc(x, b):
     n, h, w, c = x.shape
     y = layout.reshape(x, (n, h, w, b, b, c // (b * b)))
-    y = layout.reshape(layout.transpose(y, (0, 1, 3, 2, 4, 5)), (n, h * b, w * b, c // (b * b)))
-    return layout.transpose(y, (0, 3, 1, 2)) if data_format == "channels_first" else y
+    return layout.reshape(layout.transpose(y, (0, 1, 3, 2, 4, 5)), (n, h * b, w * b, c // (b * b)))
+
+
+def _space_to_depth_nhwc(x, b):
+    n, h, w, c = x.shape
+    y = layout.reshape(x, (n, h // b, b, w // b, b, c))
+    return layout.reshape(layout.transpose(y, (0, 1, 3, 2, 4, 5)), (n, h // b, w // b, b * b * c))
+
+
+def depth_to_space(x, block_size, data_format="channels_last"):
+    """Move channel blocks into spatial blocks: (N, H, W, C*b*b) -> (N, H*b, W*b, C)."""
+    return _on_channels_last(x, data_format, lambda t: _depth_to_space_nhwc(t, block_size))
 
 
 def space_to_depth(x, block_size, data_format="channels_last"):
     """The inverse of `depth_to_space`: (N, H*b, W*b, C) -> (N, H, W, C*b*b)."""
-    x = convert_to_tensor(x)
-    b = block_size
-    if data_format == "channels_first":
-        x = layout.transpose(x, (0, 2, 3, 1))
-    n, h, w, c = x.shape
-    y = layout.reshape(x, (n, h // b, b, w // b, b, c))
-    y = layout.reshape(layout.transpose(y, (0, 1, 3, 2, 4, 5)), (n, h // b, w // b, b * b * c))
-    return layout.transpose(y, (0, 3, 1, 2)) if data_format == "channels_first" else y
+    return _on_channels_last(x, data_format, lambda t: _space_to_depth_nhwc(t, block_size))
 
 
 def rms_normalization(x, scale=1, axis=-1, epsilon=None):

@@ -232,6 +232,17 @@ class Optimizer:
         self.apply(list(grads), list(variables))
         return self._iterations
 
+    def _built_for(self, grads, trainable_variables):
+        """``trainable_variables`` as a list, building on the first call; checks there is one
+        gradient per variable (shared by `apply` and `MultiOptimizer.apply`)."""
+        trainable_variables = list(trainable_variables)
+        if not self.built:
+            self.build(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(f"{self.name}: apply needs one gradient per variable. Received: "
+                             f"{len(grads)} gradients for {len(trainable_variables)} variables")
+        return trainable_variables
+
     def apply(self, grads, trainable_variables=None):
         """Update the variables in place from their gradients (one optimizer step).
 
@@ -254,12 +265,7 @@ class Optimizer:
                 raise ValueError(f"{self.name}: call build(variables) first, or pass "
                                  "trainable_variables to apply().")
             trainable_variables = self._trainable_variables
-        trainable_variables = list(trainable_variables)
-        if not self.built:
-            self.build(trainable_variables)
-        if len(grads) != len(trainable_variables):
-            raise ValueError(f"{self.name}: apply needs one gradient per variable. Received: "
-                             f"{len(grads)} gradients for {len(trainable_variables)} variables")
+        trainable_variables = self._built_for(grads, trainable_variables)
         unknown = [v.path for v in trainable_variables if id(v) not in self._index]
         if unknown:
             raise ValueError(f"{self.name}: an optimizer only updates the variables it was "

@@ -128,12 +128,7 @@ class MultiOptimizer(base.Optimizer):
         grads = list(grads)
         if trainable_variables is None:
             trainable_variables = self._trainable_variables
-        trainable_variables = list(trainable_variables)
-        if not self.built:
-            self.build(trainable_variables)
-        if len(grads) != len(trainable_variables):
-            raise ValueError(f"{self.name}: apply needs one gradient per variable. Received: "
-                             f"{len(grads)} gradients for {len(trainable_variables)} variables")
+        trainable_variables = self._built_for(grads, trainable_variables)
         per_opt = {}
         for g, var in zip(grads, trainable_variables):
             opt = self._route[id(var)]

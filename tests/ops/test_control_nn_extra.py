@@ -88,3 +88,12 @@ def test_nn_extra():
 def test_segment_ops_reject_ids_of_the_wrong_length(op):
     with pytest.raises(ValueError, match=r"segment_ids.*data shape \(3,\), segment_ids shape \(2,\)"):
         op(np.ones(3), np.array([0, 1]), num_segments=2)
+
+
+@pytest.mark.parametrize("op, shape", [("depth_to_space", (2, 3, 2, 8)),
+                                       ("space_to_depth", (2, 4, 6, 3))])
+def test_depth_space_channels_first_is_transposed_channels_last(op, shape):
+    x = RNG.normal(size=shape)
+    last = getattr(nn, op)(x, 2).numpy()
+    first = getattr(nn, op)(x.transpose(0, 3, 1, 2), 2, data_format="channels_first").numpy()
+    np.testing.assert_array_equal(first, last.transpose(0, 3, 1, 2))

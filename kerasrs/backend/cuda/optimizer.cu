@@ -3,6 +3,17 @@
 // (elements per tensor), chunk_tensor / chunk_start (per block). Keras 3's update rules, term for
 // term as the twins (Backend.adam_update / sgd_update) so float64 results agree to rounding.
 
+// The tensor this block updates, and its element range [start, end) in that tensor.
+__device__ __forceinline__ unsigned long long kr_block_chunk(
+    const unsigned long long* sizes, const unsigned long long* chunk_tensor,
+    const unsigned long long* chunk_start, long long chunk, long long* start, long long* end) {
+  const unsigned long long k = chunk_tensor[blockIdx.x];
+  *start = (long long)chunk_start[blockIdx.x];
+  *end = *start + chunk;
+  if (*end > (long long)sizes[k]) *end = (long long)sizes[k];
+  return k;
+}
+
 template <typename T>
 __global__ void adam_update(T* const* params, const T* const* grads, T* const* ms, T* const* vs,
                             T* const* v_hats, const unsigned long long* sizes,
@@ -10,10 +21,9 @@ __global__ void adam_update(T* const* params, const T* const* grads, T* const* m
                             const unsigned long long* chunk_start, long long chunk,
                             T one_minus_beta_1, T one_minus_beta_2, T epsilon, T alpha,
                             T decay, int amsgrad) {
-  const unsigned long long k = chunk_tensor[blockIdx.x];
-  const long long start = (long long)chunk_start[blockIdx.x];
-  long long end = start + chunk;
-  if (end > (long long)sizes[k]) end = (long long)sizes[k];
+  long long start, end;
+  const unsigned long long k =
+      kr_block_chunk(sizes, chunk_tensor, chunk_start, chunk, &start, &end);
   T* w = params[k];
   const T* g = grads[k];
   T* m = ms[k];
@@ -40,10 +50,9 @@ __global__ void sgd_update(T* const* params, const T* const* grads, T* const* mo
                            const unsigned long long* sizes, const unsigned long long* chunk_tensor,
                            const unsigned long long* chunk_start, long long chunk, T lr,
                            T momentum, int nesterov, T decay) {
-  const unsigned long long k = chunk_tensor[blockIdx.x];
-  const long long start = (long long)chunk_start[blockIdx.x];
-  long long end = start + chunk;
-  if (end > (long long)sizes[k]) end = (long long)sizes[k];
+  long long start, end;
+  const unsigned long long k =
+      kr_block_chunk(sizes, chunk_tensor, chunk_start, chunk, &start, &end);
   T* w = params[k];
   const T* g = grads[k];
   for (long long i = start + threadIdx.x; i < end; i += blockDim.x) {
