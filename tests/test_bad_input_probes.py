@@ -344,3 +344,33 @@ def test_a_full_disk_save_names_the_path(tmp_path, monkeypatch):
     assert e.value.errno == errno.ENOSPC
     assert sorted(os.listdir(tmp_path)) == []
     assert atomic.remove_stale_temporaries(str(tmp_path), "ckpt.weights.h5") is None
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: kerasrs.layers.Dense(2), (2, 5, 3)),
+    (lambda: kerasrs.layers.LSTM(2), (2, 5, 3)),
+    (lambda: kerasrs.layers.GRU(2), (2, 5, 3)),
+    (lambda: kerasrs.layers.GRU(2, reset_after=False), (2, 5, 3)),
+    (lambda: kerasrs.layers.SimpleRNN(2), (2, 5, 3)),
+    (lambda: kerasrs.layers.Conv1D(2, 3), (1, 5, 3)),
+    (lambda: kerasrs.layers.Conv2D(2, 3), (1, 5, 5, 3)),
+])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "bool"])
+def test_integer_inputs_compute_in_the_kernel_dtype(make, shape, dtype):
+    """Keras's promotion: integer (or bool) inputs meet float32 weights as float32 (NumPy alone
+    gives float64 for int32/int64, and the recurrent ops failed to cast into an int array)."""
+    x = np.ones(shape, dtype)
+    layer = make()
+    y = layer(x)
+    assert y.dtype == "float32"
+    np.testing.assert_allclose(y.numpy(), layer(x.astype("float32")).numpy(), rtol=1e-6)
+
+
+def test_max_pooling_booleans_is_their_or():
+    x = np.zeros((1, 4, 4, 1), bool)
+    x[0, 1, 1, 0] = True
+    y = kerasrs.layers.MaxPooling2D(2)(x).numpy()
+    assert y.dtype == bool
+    np.testing.assert_array_equal(y[0, :, :, 0], [[True, False], [False, False]])
+    y = kerasrs.layers.MaxPooling2D(3, strides=1, padding="same")(x).numpy()[0, :, :, 0]
+    np.testing.assert_array_equal(y, np.pad(np.ones((3, 3), bool), ((0, 1), (0, 1))))

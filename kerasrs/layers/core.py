@@ -65,8 +65,6 @@ class Dense(Layer):
         self.input_spec = InputSpec(min_ndim=2, axes={-1: features})
 
     def call(self, inputs):
-        if inputs.dtype != self.compute_dtype:  # integer inputs: compute in the layer's dtype
-            inputs = ops.cast(inputs, self.compute_dtype)
         act = activations.serialize(self.activation)
         if act in projection.ACTIVATIONS and not getattr(inputs, "_kerasrs_symbolic", False):
             # one fused op: a 2-D GEMM on (rows, features), bias and activation in place

@@ -29,6 +29,7 @@ import numpy as np
 
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function, Tensor
+from kerasrs.ops import core
 from kerasrs.ops import layout as shape_ops
 
 
@@ -236,6 +237,7 @@ class Conv(Function):
 
     def forward(self, x, w, *bias):
         xp, geo, g = self.xp, self.geometry, self.groups
+        x, w = core._promote(x, w)  # integer inputs take the kernel's float dtype (Keras)
         self.w = w
         x = _to_last(xp, x, self.channels_first)
         self.x = None

@@ -217,7 +217,7 @@ class MatMul(Function):
     half_in_float32 = "cpu"
 
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a, self.b = a, b = _promote(a, b)
         return a @ b
 
     def backward(self, gy):

@@ -91,7 +91,8 @@ class MaxPool(Function):
                                                    pads)
             self.x4_shape = x4.shape
             return _from_last(xp, y[:, 0] if one else y, self.channels_first)
-        lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        lowest = -np.inf if x.dtype.kind == "f" else False if x.dtype.kind == "b" else \
+            np.iinfo(x.dtype).min  # (the max of booleans is their OR)
         y = pad(xp, x, geo, fill=lowest)
         self.winners = []
         for axis, k, s, o in _pool_stages(geo):

@@ -62,6 +62,7 @@ class _Recurrence(Function):
 
     def forward(self, x, kernel, recurrent_kernel, *rest):
         xp = self.xp
+        x, kernel = core._promote(x, kernel)  # integer inputs take the kernel's float dtype
         bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
         batch, steps, _ = x.shape
         xt = x.transpose(1, 2, 0)  # (time, features, batch)
@@ -263,6 +264,7 @@ class _LSTM(_Recurrence):
 
     def forward(self, x, kernel, recurrent_kernel, *rest):
         xp, be = self.xp, self.backend
+        x, kernel = core._promote(x, kernel)  # integer inputs take the kernel's float dtype
         bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
         batch, steps, features = x.shape
         u, f = self.units, features
@@ -465,6 +467,7 @@ class _GRUResetAfter(_Recurrence):
 
     def forward(self, x, kernel, recurrent_kernel, *rest):
         xp, be = self.xp, self.backend
+        x, kernel = core._promote(x, kernel)  # integer inputs take the kernel's float dtype
         bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
         batch, steps, features = x.shape
         u, gu = self.units, 3 * self.units
