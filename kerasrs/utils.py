@@ -77,9 +77,10 @@ from kerasrs.preprocessing.datasets import (  # noqa: E402,F401
     image_dataset_from_directory, text_dataset_from_directory, timeseries_dataset_from_array)
 from kerasrs.preprocessing.image import (  # noqa: E402,F401
     array_to_img, img_to_array, load_img, save_img)
-from kerasrs.saving.object_registry import (  # noqa: E402,F401
-    CustomObjectScope, deserialize_keras_object, get_custom_objects, get_registered_name,
-    get_registered_object, register_keras_serializable, serialize_keras_object)
+from kerasrs.registry import (  # noqa: E402,F401
+    CustomObjectScope, get_custom_objects, get_registered_name, get_registered_object,
+    register_keras_serializable, serialize_keras_object)
+from kerasrs.saving.serialization_lib import deserialize_keras_object  # noqa: E402,F401
 from kerasrs.datasets.files import get_file  # noqa: E402,F401
 
 custom_object_scope = CustomObjectScope

@@ -5,6 +5,7 @@ Functions (``mean_squared_error(y_true, y_pred)``, ...) return one value per sam
 differentiable with respect to ``y_pred``.
 """
 
+from kerasrs import registry
 from kerasrs.losses.base import Loss, LossFunctionWrapper, reduce_weighted_values  # noqa: F401
 from kerasrs.losses.hinge import (
     CategoricalHinge,
@@ -152,3 +153,6 @@ def get(identifier):
 
 __all__ = ["Loss", "LossFunctionWrapper", "get", "serialize", "deserialize"] + \
     [fn.__name__ for fn in FUNCTION_CLASSES] + [cls.__name__ for cls in ALL_OBJECTS]
+
+registry.register_kind(Loss, serialize)
+registry.register_functions("keras.losses", _BY_NAME)

@@ -6,6 +6,7 @@ results do not depend on how the data was batched.
 """
 
 from kerasrs import losses as losses_module
+from kerasrs import registry
 from kerasrs.metrics.accuracy_metrics import (
     Accuracy,
     BinaryAccuracy,
@@ -225,3 +226,6 @@ __all__ = ["Metric", "MeanMetricWrapper", "get", "resolve", "serialize", "deseri
         "categorical_focal_crossentropy", "categorical_hinge", "hinge", "huber", "kl_divergence",
         "log_cosh", "mean_absolute_percentage_error", "mean_squared_logarithmic_error",
         "poisson", "sparse_categorical_crossentropy", "squared_hinge"]
+
+registry.register_kind(Metric, serialize)
+registry.register_functions("keras.metrics", _FUNCTIONS)

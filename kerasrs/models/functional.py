@@ -162,6 +162,9 @@ class Functional(Model):
     _from_config_takes_custom_objects = True
 
 
+serialization.MODEL_CLASSES.update(Model=Functional, Functional=Functional)
+
+
 def check_input(model_name, index, spec, x):
     """``x`` as a Tensor of the input's dtype (cast if needed), checked against its shape."""
     if not isinstance(x, autodiff.Tensor):

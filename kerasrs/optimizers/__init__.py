@@ -5,6 +5,7 @@ non-trainable `kerasrs.Variable`s with Keras-style paths (``adam/iteration``,
 ``adam/sequential_dense_kernel_momentum``), listed by ``optimizer.variables``.
 """
 
+from kerasrs import registry
 from kerasrs.optimizers import schedules  # noqa: F401
 from kerasrs.optimizers.adadelta import Adadelta
 from kerasrs.optimizers.adagrad import Adagrad
@@ -81,3 +82,5 @@ def get(identifier):
 __all__ = ["Optimizer", "SGD", "RMSprop", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax",
            "Nadam", "Lion", "Ftrl", "Adafactor", "Lamb", "Muon", "ScheduleFreeAdamW", "schedules",
            "MultiOptimizer", "LossScaleOptimizer", "OptimizerMap", "get", "serialize", "deserialize"]
+
+registry.register_kind(Optimizer, serialize)

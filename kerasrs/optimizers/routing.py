@@ -6,6 +6,7 @@ A map key is a variable path or a regular expression matched in full against it
 
 import re
 
+from kerasrs import registry
 from kerasrs.optimizers import base
 
 
@@ -147,11 +148,9 @@ class MultiOptimizer(base.Optimizer):
         return out
 
     def get_config(self):
-        from kerasrs.saving import object_registry
-
         mapping = self._optimizer_map
         cfg = mapping.get_config() if isinstance(mapping, OptimizerMap) else \
-            object_registry.serialize_keras_object(mapping)
+            registry.serialize_keras_object(mapping)
         return {"name": self.name, "optimizer_map": cfg,
                 "loss_scale_factor": self.loss_scale_factor}
 

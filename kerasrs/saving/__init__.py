@@ -21,10 +21,10 @@ import os
 
 from kerasrs.saving import atomic
 from kerasrs.saving.npz import load_npz, save_npz  # noqa: F401
-from kerasrs.saving.object_registry import (CustomObjectScope, custom_object_scope,  # noqa: F401
-                                            deserialize_keras_object, get_custom_objects,
-                                            get_registered_name, get_registered_object,
-                                            register_keras_serializable, serialize_keras_object)
+from kerasrs.registry import (CustomObjectScope, custom_object_scope,  # noqa: F401
+                              get_custom_objects, get_registered_name, get_registered_object,
+                              register_keras_serializable, serialize_keras_object)
+from kerasrs.saving.serialization_lib import deserialize_keras_object  # noqa: F401
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
