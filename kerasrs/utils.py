@@ -6,9 +6,9 @@ import random
 import numpy as np
 
 from kerasrs import backend
-from kerasrs.models.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight  # noqa: F401
-from kerasrs.models.data_adapter import split_dataset  # noqa: F401
-from kerasrs.models.py_dataset import PyDataset, Sequence  # noqa: F401
+from kerasrs.datasets.py_dataset import PyDataset, Sequence  # noqa: F401
+from kerasrs.trainers.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight  # noqa: F401
+from kerasrs.trainers.data_adapter import split_dataset  # noqa: F401
 
 
 def set_random_seed(seed):

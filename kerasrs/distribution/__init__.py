@@ -89,7 +89,7 @@ class _Local:
 
     is_chief = True
 
-    def begin_fit(self, model, x=None):
+    def begin_fit(self, model, x=None, custom_train_step=False):
         model._fit_distribution = None
 
     def begin_epoch(self):
