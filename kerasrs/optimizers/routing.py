@@ -7,7 +7,7 @@ A map key is a variable path or a regular expression matched in full against it
 import re
 
 from kerasrs import registry
-from kerasrs.optimizers import base
+from kerasrs.optimizers import base, serialization
 
 
 class OptimizerMap:
@@ -69,17 +69,13 @@ class OptimizerMap:
         return self[getattr(variable, "path", None) or variable.name]
 
     def get_config(self):
-        from kerasrs import optimizers
-
-        return {"default_optimizer": optimizers.serialize(self.default_optimizer),
-                "optimizer_map": {k: optimizers.serialize(v) for k, v in self._map.items()}}
+        return {"default_optimizer": serialization.serialize(self.default_optimizer),
+                "optimizer_map": {k: serialization.serialize(v) for k, v in self._map.items()}}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from kerasrs import optimizers
-
-        return cls(optimizers.deserialize(config["default_optimizer"], custom_objects),
-                   {k: optimizers.deserialize(v, custom_objects)
+        return cls(serialization.deserialize(config["default_optimizer"], custom_objects),
+                   {k: serialization.deserialize(v, custom_objects)
                     for k, v in config.get("optimizer_map", {}).items()})
 
 
