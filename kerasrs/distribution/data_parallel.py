@@ -6,7 +6,6 @@ import numpy as np
 
 from kerasrs import autodiff, tree
 from kerasrs import backend as backend_module
-from kerasrs.backend import nccl
 from kerasrs.distribution import mpi, reducer
 
 _EXACT_REDUCTIONS = ("sum_over_batch_size", "mean")
@@ -91,6 +90,8 @@ class DataParallel:
         self.bucket_size_mb, self.overlap = bucket_size_mb, overlap
         self._reducer = self._reducer_key = self._transport = None
         if backend_module.backend() == "cupy":
+            from kerasrs.backend import nccl  # the CuPy path: loads CUDA sources, so only here
+
             local = self.comm.Split_type(self._mpi.COMM_TYPE_SHARED)
             nccl.select_device(local.Get_rank())
             local.Free()
@@ -253,6 +254,8 @@ class DataParallel:
     def _transport_for(self, variable):
         if self._transport is None:
             if variable.backend.name == "cupy":
+                from kerasrs.backend import nccl  # the CuPy path, as in __init__
+
                 self._transport = nccl.NcclTransport(self.comm)
             else:
                 self._transport = reducer.MpiTransport(self.comm, self._mpi)
