@@ -21,8 +21,6 @@ import ast
 import collections
 import pathlib
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "kerasrs"
 
 # The stack, bottom first. Units on one level do not import each other.

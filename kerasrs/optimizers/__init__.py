@@ -33,4 +33,5 @@ registry.register_kind(Optimizer, serialize)
 
 __all__ = ["Optimizer", "SGD", "RMSprop", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax",
            "Nadam", "Lion", "Ftrl", "Adafactor", "Lamb", "Muon", "ScheduleFreeAdamW", "schedules",
-           "MultiOptimizer", "LossScaleOptimizer", "OptimizerMap", "get", "serialize", "deserialize"]
+           "MultiOptimizer", "LossScaleOptimizer", "OptimizerMap", "get", "serialize",
+           "deserialize"]

@@ -1,4 +1,5 @@
-"""Saving and loading models in Keras's file formats, and the registry of user objects.
+"""Saving and loading models in Keras's file formats; the registry of user objects is re-exported
+from `kerasrs.registry`.
 
 Three files, the ones Keras 3 writes (``tests/fixtures/keras/FORMATS.md`` describes them):
 
@@ -292,7 +293,8 @@ def to_json(model, **kwargs):
     return model_config.to_json(model, **kwargs)
 
 
-__all__ = ["KerasFileEditor", "save_model", "load_model", "save_weights", "load_weights", "save_npz", "load_npz",
+__all__ = ["KerasFileEditor", "save_model", "load_model", "save_weights", "load_weights",
+           "save_npz", "load_npz",
            "model_from_json", "to_json", "register_keras_serializable", "get_registered_name",
            "get_registered_object", "get_custom_objects", "custom_object_scope",
            "CustomObjectScope", "serialize_keras_object", "deserialize_keras_object"]

@@ -105,7 +105,8 @@ def own_variables(obj):
 
 def _is_saveable(value):
     # op layers (``x + 1`` in a functional model) have no weights and, as in Keras, no group
-    return isinstance(value, (base.Layer, optimizers.Optimizer)) and not getattr(value, "_op_layer", False)
+    return isinstance(value, (base.Layer, optimizers.Optimizer)) and \
+        not getattr(value, "_op_layer", False)
 
 
 def walk(model, include_optimizer=True):
