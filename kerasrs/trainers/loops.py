@@ -13,7 +13,6 @@ def fit(run):
     KeyboardInterrupt is raised. Prefetch workers are stopped on every way out.
     """
     model, cbs, dist, batches = run.model, run.callbacks, run.distribution, run.batches
-    training_logs = {}
     interrupted = None
     cbs.on_train_begin()
     # a BackupAndRestore callback sets where a resumed fit starts
@@ -55,7 +54,7 @@ def fit(run):
                 if not val.batches.exhausted:  # a spent validation generator gives no numbers
                     logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
-            run.logs = training_logs = logs
+            run.logs = logs
             if model.stop_training or sigint.requested or batches.exhausted:
                 break
     except KeyboardInterrupt as e:  # Ctrl-C that the deferred handler did not catch
@@ -69,7 +68,7 @@ def fit(run):
     if run.epochs > 0 and model.optimizer is not None:
         model.optimizer.finalize_variable_values(model.trainable_weights)
     # on an interrupt too: callbacks restore weights, close files and keep their backups
-    cbs.on_train_end(training_logs)
+    cbs.on_train_end(run.logs)
     if interrupted is not None:
         raise interrupted
     return model.history
