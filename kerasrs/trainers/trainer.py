@@ -425,37 +425,30 @@ class Trainer:
                                "its weights, optimizer and History. Wait for the first to end, or "
                                "train a copy (kerasrs.models.clone_model).")
         try:
-            run = self._fit_run(x, y, batch_size, epochs, verbose, callbacks, validation_split,
-                                validation_data, shuffle, class_weight, sample_weight,
-                                initial_epoch, steps_per_epoch, validation_steps,
-                                validation_batch_size, validation_freq, pad_last_batch)
+            run_state.check_epochs(epochs, initial_epoch)
+            if validation_split and validation_data is None:
+                x, y, sample_weight, validation_data = run_state.split(x, y, sample_weight,
+                                                                       validation_split)
+            batches = self._epoch_iterator("fit", x, y, sample_weight, batch_size, shuffle,
+                                           class_weight, steps_per_epoch)
+            val = None
+            if validation_data is not None:
+                val = epoch_iterator.EpochIterator(
+                    run_state.validation_adapter(validation_data,
+                                                 validation_batch_size or batch_size),
+                    validation_steps, "fit (validation_data)", resume=False)
+            run = self._fit_state(batches, val, epochs, initial_epoch, verbose, callbacks,
+                                  validation_freq, pad_last_batch)
             return loops.fit(run)
         finally:
             self._fit_distribution = None  # data-parallel fit is over, even after an error
             lock.release()
 
-    def _fit_run(self, x, y, batch_size, epochs, verbose, callbacks, validation_split,
-                 validation_data, shuffle, class_weight, sample_weight, initial_epoch,
-                 steps_per_epoch, validation_steps, validation_batch_size, validation_freq,
-                 pad_last_batch):
-        """Check fit's arguments and data, and set up its `RunState` (see `fit`)."""
-        run_state.check_epochs(epochs, initial_epoch)
-        if validation_split and validation_data is None:
-            x, y, sample_weight, validation_data = run_state.split(x, y, sample_weight,
-                                                                   validation_split)
-        input_checks.check_array_data(self, "fit", x, y, sample_weight, class_weight,
-                                      stacklevel=4)
-        data = epoch_iterator.get_adapter("fit", x, y, sample_weight, batch_size, shuffle,
-                                          class_weight)
-        if isinstance(data, epoch_iterator.ArrayAdapter):
-            self._check_input_structure("fit", data.x)
-        run_state.check_steps_per_epoch(steps_per_epoch)
-        batches = epoch_iterator.EpochIterator(data, steps_per_epoch, "fit")
-        val = None
-        if validation_data is not None:
-            val = epoch_iterator.EpochIterator(
-                run_state.validation_adapter(validation_data, validation_batch_size or batch_size),
-                validation_steps, "fit (validation_data)", resume=False)
+    def _fit_state(self, batches, validation, epochs, initial_epoch, verbose, callbacks,
+                   validation_freq, pad_last_batch):
+        """fit's `RunState` over the `EpochIterator`s of the data and of ``validation`` (or
+        None): the distribution begun, the callbacks, the train and test steps."""
+        data = batches.adapter
         verbose = run_state.verbosity(verbose)
         dist = distribution.for_fit()  # a DataParallel, or a stand-in whose hooks change nothing
         dist.begin_fit(self, getattr(data, "x", None),
@@ -467,13 +460,28 @@ class Trainer:
         self._train_variables = self._loss_layers = None
         train_step, custom = self._step_function("train")
         hooks = dist.any(cbs.wants_batch_hooks("train"))  # same collectives on every process
-        if val is not None:
+        if validation is not None:
             test_step, test_custom = self._step_function("test")
-            val = run_state.RunState(self, val, cbs, test_step, test_custom,
-                                     distribution=self._fit_distribution)
+            validation = run_state.RunState(self, validation, cbs, test_step, test_custom,
+                                            distribution=self._fit_distribution)
         return run_state.RunState(
             self, batches, cbs, train_step, custom, hooks, dist, epochs, initial_epoch,
-            validation_freq, val, getattr(data, "batch_size", None) if pad_last_batch else False)
+            validation_freq, validation,
+            getattr(data, "batch_size", None) if pad_last_batch else False)
+
+    def _epoch_iterator(self, method, x, y=None, sample_weight=None, batch_size=None,
+                        shuffle=False, class_weight=None, steps=None):
+        """Check ``method``'s data (values, and structure for arrays) and walk it with an
+        `EpochIterator` (``steps``: ``steps_per_epoch`` in fit)."""
+        input_checks.check_array_data(self, method, x, y, sample_weight, class_weight,
+                                      stacklevel=4)
+        data = epoch_iterator.get_adapter(method, x, y, sample_weight, batch_size, shuffle,
+                                          class_weight)
+        if isinstance(data, epoch_iterator.ArrayAdapter):
+            self._check_input_structure(method, data.x)
+        if method == "fit":
+            run_state.check_steps_per_epoch(steps)
+        return epoch_iterator.EpochIterator(data, steps, method, resume=method == "fit")
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -493,11 +501,7 @@ class Trainer:
             TypeError: for ``x`` of a kind not listed above.
         """
         self._require_compiled("evaluate")
-        input_checks.check_array_data(self, "evaluate", x, y, sample_weight, stacklevel=3)
-        data = epoch_iterator.get_adapter("evaluate", x, y, sample_weight, batch_size)
-        if isinstance(data, epoch_iterator.ArrayAdapter):
-            self._check_input_structure("evaluate", data.x)
-        batches = epoch_iterator.EpochIterator(data, steps, "evaluate", resume=False)
+        batches = self._epoch_iterator("evaluate", x, y, sample_weight, batch_size, steps=steps)
         verbose = run_state.verbosity(verbose)
         self._loss_layers = None
         cbs = callbacks if isinstance(callbacks, CallbackList) else CallbackList(
@@ -526,11 +530,7 @@ class Trainer:
         Raises:
             ValueError: if there is no batch to predict on.
         """
-        input_checks.check_array_data(self, "predict", x)
-        data = epoch_iterator.get_adapter("predict", x, batch_size=batch_size)
-        if isinstance(data, epoch_iterator.ArrayAdapter):
-            self._check_input_structure("predict", data.x)
-        batches = epoch_iterator.EpochIterator(data, steps, "predict", resume=False)
+        batches = self._epoch_iterator("predict", x, batch_size=batch_size, steps=steps)
         verbose = run_state.verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
                            steps=batches.num_steps)
