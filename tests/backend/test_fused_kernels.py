@@ -9,6 +9,7 @@ import kerasrs
 from kerasrs import ops
 from kerasrs.autodiff import Function, GradientTape, Tensor
 from kerasrs.backend.base import Backend
+from kerasrs.backend.kernels import cpu as kernels_cpu
 from kerasrs.ops import normalization as norm_ops
 from kerasrs.ops import recurrent as rnn_ops
 from kerasrs.testing import check_gradients
@@ -504,12 +505,8 @@ def test_import_kerasrs_loads_no_numba_and_leaves_malloc_and_threads_alone():
 def test_without_numba_the_twins_run_with_one_warning(monkeypatch, rng):
     import sys
 
-    from kerasrs.backend import numpy_backend
-
     monkeypatch.setitem(sys.modules, "numba", None)  # makes `import numba` fail
-    monkeypatch.delitem(sys.modules, "kerasrs.backend.cpu_kernels", raising=False)
-    monkeypatch.delattr(kerasrs.backend, "cpu_kernels", raising=False)
-    monkeypatch.setattr(numpy_backend, "_kernels", [])
+    monkeypatch.setattr(kernels_cpu, "_numba", [])  # not yet imported
     be = kerasrs.backend.get("numpy")
     x = rng.standard_normal((5, 4)).astype("float32")
     with pytest.warns(RuntimeWarning, match="numba") as record:

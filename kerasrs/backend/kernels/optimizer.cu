@@ -1,7 +1,7 @@
 // Multi-tensor optimizer steps: one launch updates every parameter of a model. Each block owns a
 // chunk of one tensor, found through tables: ptrs_* (one device address per tensor), sizes
 // (elements per tensor), chunk_tensor / chunk_start (per block). Keras 3's update rules, term for
-// term as the twins (Backend.adam_update / sgd_update) so float64 results agree to rounding.
+// term as the twins (kernels/optimizer.py) so float64 results agree to rounding.
 
 // The tensor this block updates, and its element range [start, end) in that tensor.
 __device__ __forceinline__ unsigned long long kr_block_chunk(
