@@ -114,9 +114,10 @@ def test_in_place_kernels(emu, rng):
     check(emu, "lstm_gates", (f(3, 8), f(3, 2), "tanh", "hard_sigmoid"))  # Keras 2's default
     check(emu, "gru_gates_grad", (f(3, 6), f(3, 6), f(3, 2), f(3, 2), "hard_sigmoid", "relu"))
     ps = [f(5), f(2, 3)]
-    check(emu, "adam_update", (ps, [f(5), strided(f(2, 3))], [f(5), f(2, 3)],
-                               [np.abs(f(5)), np.abs(f(2, 3))], 1e-3, 0.9, 0.999, 1e-7, 3.0),
-          {"weight_decay": 0.004})
+    for v_hats in (None, [np.abs(f(5)), np.abs(f(2, 3))]):  # Adam, AMSGrad
+        check(emu, "adam_update", (ps, [f(5), strided(f(2, 3))], [f(5), f(2, 3)],
+                                   [np.abs(f(5)), np.abs(f(2, 3))], 1e-3, 0.9, 0.999, 1e-7,
+                                   v_hats))
     check(emu, "sgd_update", ([f(5), f(2, 3)], [f(5), f(2, 3)], [f(5), f(2, 3)], 0.1, 0.9, True))
 
 

@@ -2,10 +2,11 @@
 NumPy twin, the numba kernels and the CUDA launcher of ``optimizer.cu``. One call updates every
 variable of a model.
 
-Keras 3's rules, term for term in every version, so float64 results agree to rounding.
+Keras 3's rules, term for term in every version, so float64 results agree to rounding. Weight
+decay is not here: the optimizer applies it to the variables first
+(`kerasrs.optimizers.Optimizer`), and Adam's bias correction arrives folded into ``alpha``,
+computed once per step by `kerasrs.optimizers.Adam`.
 """
-
-import math
 
 import numpy as np
 
@@ -20,34 +21,28 @@ CUDA = cuda.each_float("adam_update", "sgd_update")
 class Twin:
     """The reference versions (methods of `kerasrs.backend.base.Backend`)."""
 
-    def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
-                    weight_decay=0.0, v_hats=None):
-        """One Adam/AdamW step over lists of arrays, in place (Kingma & Ba 2015, Algorithm 1,
-        "epsilon hat" form; AdamW's decoupled decay from Loshchilov & Hutter 2019), Keras 3's
-        rule::
+    def adam_update(self, params, grads, ms, vs, alpha, beta_1, beta_2, epsilon, v_hats=None):
+        """One Adam step over lists of arrays, in place (Kingma & Ba 2015, Algorithm 1, "epsilon
+        hat" form), Keras 3's rule::
 
-            w = w - w * weight_decay * lr                       (if weight_decay)
             m = m + (1 - beta_1) * (g - m)
             v = v + (1 - beta_2) * (g**2 - v)
             v_hat = max(v_hat, v); v = v_hat                    (amsgrad: if v_hats given)
-            w = w - alpha * m / (sqrt(v) + epsilon),  alpha = lr * sqrt(1 - beta_2**step)
-                                                                   / (1 - beta_1**step)
+            w = w - alpha * m / (sqrt(v) + epsilon)
 
         Args:
             params, grads, ms, vs: lists of same-shape float arrays (params, their gradients,
                 first and second moments); ``params``, ``ms`` and ``vs`` are updated in place.
-            lr, beta_1, beta_2, epsilon, weight_decay: Python floats.
-            step: the 1-based step number ``t`` of the bias correction.
+            alpha: the step size with the bias correction of step ``t``,
+                ``lr * sqrt(1 - beta_2**t) / (1 - beta_1**t)``; a Python float.
+            beta_1, beta_2, epsilon: Python floats.
             v_hats: None, or the amsgrad running maxima (updated in place).
 
         Returns:
             None.
         """
         xp = self.xp
-        alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
         for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
-            if weight_decay:
-                w -= w * (weight_decay * lr)
             m += (1.0 - beta_1) * (g - m)
             v += (1.0 - beta_2) * (g * g - v)
             if v_hats is not None:
@@ -55,11 +50,9 @@ class Twin:
                 v = v_hats[i]
             w -= alpha * m / (xp.sqrt(v) + epsilon)
 
-    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
-                   weight_decay=0.0):
+    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False):
         """One SGD step over lists of arrays, in place, Keras 3's rule::
 
-            w = w - w * weight_decay * lr                       (if weight_decay)
             momentum == 0:  w = w - lr * g
             momentum > 0:   v = momentum * v - lr * g
                             w = w + v                            (classic)
@@ -68,14 +61,12 @@ class Twin:
         Args:
             params, grads: lists of same-shape float arrays; ``params`` updated in place.
             momentums: list of velocity arrays (updated in place), or None when momentum is 0.
-            lr, momentum, weight_decay: Python floats; nesterov: bool.
+            lr, momentum: Python floats; nesterov: bool.
 
         Returns:
             None.
         """
         for i, (w, g) in enumerate(zip(params, grads)):
-            if weight_decay:
-                w -= w * (weight_decay * lr)
             if not momentum:
                 w -= lr * g
                 continue
@@ -92,24 +83,23 @@ class Twin:
 # Flat kernels slice their range first and loop from 0: a loop from a runtime ``start`` was not
 # vectorized (Adam 0.71 vs 0.22 ms for 401k elements).
 @kernel
-def adam_range(w, g, m, v, v_hat, amsgrad, alpha, c1, c2, epsilon, decay, start, stop):
-    """Adam/AdamW on elements ``start:stop`` (`Twin.adam_update`'s rule); ``c1 = 1 - beta_1``,
-    ``c2 = 1 - beta_2``, ``decay = weight_decay * lr``; with ``amsgrad`` the running maximum
-    ``v_hat`` of ``v`` is the denominator (``v_hat`` unused otherwise). The flag is passed on as
-    a constant, so each variant's loop is compiled (and vectorized) without the other's work."""
+def adam_range(w, g, m, v, v_hat, amsgrad, alpha, c1, c2, epsilon, start, stop):
+    """Adam on elements ``start:stop`` (`Twin.adam_update`'s rule); ``c1 = 1 - beta_1``,
+    ``c2 = 1 - beta_2``; with ``amsgrad`` the running maximum ``v_hat`` of ``v`` is the
+    denominator (``v_hat`` unused otherwise). The flag is passed on as a constant, so each
+    variant's loop is compiled (and vectorized) without the other's work."""
     if amsgrad:
-        _adam_range(w, g, m, v, v_hat, True, alpha, c1, c2, epsilon, decay, start, stop)
+        _adam_range(w, g, m, v, v_hat, True, alpha, c1, c2, epsilon, start, stop)
     else:
-        _adam_range(w, g, m, v, v, False, alpha, c1, c2, epsilon, decay, start, stop)
+        _adam_range(w, g, m, v, v, False, alpha, c1, c2, epsilon, start, stop)
 
 
 @kernel
-def _adam_range(w, g, m, v, v_hat, amsgrad, alpha, c1, c2, epsilon, decay, start, stop):
+def _adam_range(w, g, m, v, v_hat, amsgrad, alpha, c1, c2, epsilon, start, stop):
     w, g, m, v, v_hat = w[start:stop], g[start:stop], m[start:stop], v[start:stop], \
         v_hat[start:stop]
     for i in range(w.size):
         gi = g[i]
-        wi = w[i] - w[i] * decay
         mi = m[i] + c1 * (gi - m[i])
         vi = v[i] + c2 * (gi * gi - v[i])
         m[i] = mi
@@ -117,30 +107,27 @@ def _adam_range(w, g, m, v, v_hat, amsgrad, alpha, c1, c2, epsilon, decay, start
         if amsgrad:
             vi = max(v_hat[i], vi)
             v_hat[i] = vi
-        w[i] = wi - alpha * mi / (np.sqrt(vi) + epsilon)
+        w[i] = w[i] - alpha * mi / (np.sqrt(vi) + epsilon)
 
 
 @kernel
-def sgd_range(w, g, v, lr, momentum, nesterov, decay, start, stop):
+def sgd_range(w, g, v, lr, momentum, nesterov, start, stop):
     w, g, v = w[start:stop], g[start:stop], v[start:stop]
     for i in range(w.size):
-        wi = w[i] - w[i] * decay
         step = lr * g[i]
         if momentum == 0:
-            w[i] = wi - step
+            w[i] = w[i] - step
         else:
             vi = momentum * v[i] - step
             v[i] = vi
-            w[i] = wi + (momentum * vi - step if nesterov else vi)
+            w[i] = w[i] + (momentum * vi - step if nesterov else vi)
 
 
 class Cpu:
     """`NumpyBackend`'s compiled versions: one `cpu_threads.split_many` over all variables;
     a variable the kernels do not take (float16/bfloat16, not C-contiguous) gets the twin."""
 
-    def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
-                    weight_decay=0.0, v_hats=None):
-        alpha = lr * math.sqrt(1.0 - beta_2 ** step) / (1.0 - beta_1 ** step)
+    def adam_update(self, params, grads, ms, vs, alpha, beta_1, beta_2, epsilon, v_hats=None):
         items, rest = [], []  # (kernel, args, size) for one split; the twin's variables
         adam = None
         for i, (w, g, m, v) in enumerate(zip(params, grads, ms, vs)):
@@ -153,15 +140,14 @@ class Cpu:
             g = np.ascontiguousarray(g, dtype=w.dtype)
             flat = [a.reshape(-1) for a in (w, g, m, v, v_hat)]
             items.append((adam, (*flat, v_hats is not None, f(alpha), f(1.0 - beta_1),
-                                 f(1.0 - beta_2), f(epsilon), f(weight_decay * lr)), w.size))
+                                 f(1.0 - beta_2), f(epsilon)), w.size))
         cpu_threads.split_many(items, work_per_item=4)
         if rest:
             pick = lambda arrays: None if arrays is None else [arrays[i] for i in rest]
-            super().adam_update(pick(params), pick(grads), pick(ms), pick(vs), lr, beta_1,
-                                beta_2, epsilon, step, weight_decay, pick(v_hats))
+            super().adam_update(pick(params), pick(grads), pick(ms), pick(vs), alpha, beta_1,
+                                beta_2, epsilon, pick(v_hats))
 
-    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
-                   weight_decay=0.0):
+    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False):
         items, rest = [], []
         sgd = None
         for i, (w, g) in enumerate(zip(params, grads)):
@@ -173,12 +159,12 @@ class Cpu:
             f = w.dtype.type
             g = np.ascontiguousarray(g, dtype=w.dtype)
             items.append((sgd, (w.reshape(-1), g.reshape(-1), v.reshape(-1), f(lr), f(momentum),
-                                bool(nesterov), f(weight_decay * lr)), w.size))
+                                bool(nesterov)), w.size))
         cpu_threads.split_many(items, work_per_item=2)
         if rest:
             super().sgd_update([params[i] for i in rest], [grads[i] for i in rest],
                                [momentums[i] for i in rest] if momentum else None, lr, momentum,
-                               nesterov, weight_decay)
+                               nesterov)
 
 
 # -- CUDA: each block owns a chunk of one tensor, found through address tables ------------------
@@ -220,23 +206,22 @@ class Launch:
                 check(op, f"{name}[{i}]", a, dtype=params[0].dtype, shape=w.shape)
         return t
 
-    def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
-                    weight_decay=0.0, v_hats=None, chunk=65536):
+    def adam_update(self, params, grads, ms, vs, alpha, beta_1, beta_2, epsilon, v_hats=None,
+                    chunk=65536):
         op = "adam_update"
         t = self._check_lists(op, params, grads=grads, ms=ms, vs=vs, v_hats=v_hats)
         if t is None or not any(p.size for p in params):
             return
         cast = params[0].dtype.type
-        alpha = lr * (1.0 - beta_2 ** step) ** 0.5 / (1.0 - beta_1 ** step)
         lists = [params, grads, ms, vs, vs if v_hats is None else v_hats]
         (pw, pg, pm, pv, ph, sizes, ids, starts), blocks = self._tables(lists, chunk)
         self.launch("optimizer", f"adam_update<{t}>", (blocks,), (self.max_block,),
                     (pw, pg, pm, pv, ph, sizes, ids, starts, np.int64(chunk),
                      cast(1.0 - beta_1), cast(1.0 - beta_2), cast(epsilon), cast(alpha),
-                     cast(weight_decay * lr), np.int32(v_hats is not None)))
+                     np.int32(v_hats is not None)))
 
     def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
-                   weight_decay=0.0, chunk=65536):
+                   chunk=65536):
         op = "sgd_update"
         t = self._check_lists(op, params, grads=grads, momentums=momentums if momentum else None)
         if t is None or not any(p.size for p in params):
@@ -246,27 +231,24 @@ class Launch:
         (pw, pg, pm, sizes, ids, starts), blocks = self._tables(lists, chunk)
         self.launch("optimizer", f"sgd_update<{t}>", (blocks,), (self.max_block,),
                     (pw, pg, pm, sizes, ids, starts, np.int64(chunk), cast(lr), cast(momentum),
-                     np.int32(bool(nesterov)), cast(weight_decay * lr)))
+                     np.int32(bool(nesterov))))
 
 
 class Cuda:
     """`CupyBackend`'s versions, falling back to `Twin` for mixed or other dtypes and for
     parameters or slots that are not C-contiguous (the kernels update them in place)."""
 
-    def adam_update(self, params, grads, ms, vs, lr, beta_1, beta_2, epsilon, step,
-                    weight_decay=0.0, v_hats=None):
+    def adam_update(self, params, grads, ms, vs, alpha, beta_1, beta_2, epsilon, v_hats=None):
         in_place = list(params) + list(ms) + list(vs) + list(v_hats or [])
         if not fusable(*in_place, *grads) or not all_contiguous(in_place):
-            return super().adam_update(params, grads, ms, vs, lr, beta_1, beta_2, epsilon,
-                                       step, weight_decay, v_hats)
-        self.kernels.adam_update(params, [self._c(g) for g in grads], ms, vs, lr, beta_1,
-                                 beta_2, epsilon, step, weight_decay, v_hats)
+            return super().adam_update(params, grads, ms, vs, alpha, beta_1, beta_2, epsilon,
+                                       v_hats)
+        self.kernels.adam_update(params, [self._c(g) for g in grads], ms, vs, alpha, beta_1,
+                                 beta_2, epsilon, v_hats)
 
-    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False,
-                   weight_decay=0.0):
+    def sgd_update(self, params, grads, momentums, lr, momentum=0.0, nesterov=False):
         in_place = list(params) + (list(momentums) if momentum else [])
         if not fusable(*in_place, *grads) or not all_contiguous(in_place):
-            return super().sgd_update(params, grads, momentums, lr, momentum, nesterov,
-                                      weight_decay)
+            return super().sgd_update(params, grads, momentums, lr, momentum, nesterov)
         self.kernels.sgd_update(params, [self._c(g) for g in grads], momentums, lr, momentum,
-                                nesterov, weight_decay)
+                                nesterov)
