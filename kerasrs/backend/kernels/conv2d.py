@@ -110,12 +110,12 @@ class Cpu:
         g_buf = memory.empty((cols.shape[0], filters), x.dtype)
         geometry = (*window, *strides, *dilation, padding[0][0], padding[1][0], *outs)
         to_cols, from_cols = im2col_rows.compiled(), col2im_samples.compiled()
+        act_grad = bias_act_grad_rows.compiled()
         for s0, s1 in chunks:
             m = (s1 - s0) * rows
             g, c = gy[s0 * rows:s1 * rows], cols[:m]
             if activation != "linear":
-                bias_act_grad_rows(y[s0 * rows:s1 * rows], g, CODES[activation], g_buf[:m], gb,
-                                   0, m)
+                act_grad(y[s0 * rows:s1 * rows], g, CODES[activation], g_buf[:m], gb, 0, m)
                 g = g_buf[:m]
             elif need_bias:
                 gb += g.sum(axis=0)

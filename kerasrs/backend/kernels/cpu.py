@@ -54,7 +54,7 @@ class Lazy:
         return self._compiled
 
     def __call__(self, *args):
-        return (self._compiled or self.compiled())(*args)
+        return (self.compiled() if self._compiled is None else self._compiled)(*args)
 
     def __repr__(self):
         return f"<kerasrs numba kernel {self.py_func.__module__}.{self.__name__}>"
