@@ -16,7 +16,7 @@ How a layer runs (read this once; subclasses only write ``__init__``, ``build`` 
 4. Float inputs are cast to the layer's compute dtype (``floatx()`` unless ``dtype=`` or a global
    dtype policy says otherwise); NumPy arrays and lists become Tensors. Under a mixed policy
    (``mixed_float16``) the variables stay float32 and every op of the call reads them cast to
-   the compute dtype (`kerasrs.autodiff.autocast_scope`), so their gradients are float32.
+   the compute dtype (`kerasrs.context.autocast`), so their gradients are float32.
 5. Calling a layer on symbolic tensors (from `kerasrs.layers.Input`) does not compute anything:
    it records a `Node` and returns symbolic outputs, see `kerasrs.layers.node`.
 
@@ -27,11 +27,10 @@ overrides ``compute_mask(inputs, mask)``; other layers drop it.
 
 import functools
 import inspect
-import threading
 
 import numpy as np
 
-from kerasrs import autodiff, constraints, dtype_policies, initializers
+from kerasrs import autodiff, constraints, context, dtype_policies, initializers
 from kerasrs import backend as backend_module
 from kerasrs import ops
 from kerasrs.layers import naming
@@ -40,12 +39,9 @@ from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
 _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (for from_config)
 
 
-class _ThreadState(threading.local):
-    def __init__(self):
-        self.call_stack = []  # the `training` value of each layer call now running, innermost last
-
-
-_state = _ThreadState()  # per thread, so predict in one thread cannot flip training in another
+# per thread and asyncio task: predict in one thread cannot flip training in another
+_training_var, _scopes_var, _autocast_var = context.training, context.name_scopes, context.autocast
+_OUTSIDE = context.OUTSIDE
 _outer_calls = [0]  # counts outermost layer calls: losses added during one carry its number
 _IGNORED_KWARGS = {"autocast", "quantization_config", "lora_alpha", "input_length"}
 
@@ -253,8 +249,8 @@ class Layer:
         init = initializers.get(initializer)
         name = name or "variable"
         var = autodiff.Variable(init, shape=shape, dtype=dtype, trainable=trainable, name=name)
-        var.path = naming.variable_path(name) if naming._scopes and naming._scopes[-1] == \
-            self.name else f"{naming.variable_path(self.name)}/{name}"
+        var.path = naming.variable_path(name) if naming.current_scope() == self.name else \
+            f"{naming.variable_path(self.name)}/{name}"
         var.regularizer = _get_regularizer(regularizer)
         var.constraint = constraints.get(constraint)
         if trainable:
@@ -400,9 +396,9 @@ class Layer:
         if not args:
             raise TypeError(f"{self.name}: call the layer on an input. Received: no arguments")
         training = kwargs.pop("training", None)
-        call_stack = _state.call_stack
-        if training is None and call_stack:
-            training = call_stack[-1]
+        outer = _training_var.get()  # the enclosing layer call's `training`, or _OUTSIDE
+        if training is None and outer is not _OUTSIDE:
+            training = outer
         mask = kwargs.pop("mask", None)
         inputs = self._convert_inputs(args[0])
         args = (inputs,) + args[1:]
@@ -412,25 +408,23 @@ class Layer:
             self._build_from_call(args, kwargs)
         if self.input_spec is not None:
             self._check_input_spec(inputs)
-        if not call_stack:
+        if outer is _OUTSIDE:
             _outer_calls[0] += 1
             self._last_call = _outer_calls[0]
         if training is not None and self._call_has_training:
             kwargs["training"] = training
         if mask is not None and self._call_has_mask:
             kwargs["mask"] = mask
-        call_stack.append(training)
-        naming._scopes.append(self.name)
-        local = autodiff._local
-        autocast = local.autocast  # mixed policies read float32 variables in compute_dtype
-        policy = self._policy()
-        local.autocast = policy.autocast_dtype if policy is not None else None
+        policy = self._policy()  # mixed policies read float32 variables in compute_dtype
+        training_token = _training_var.set(training)
+        scope_token = _scopes_var.set(_scopes_var.get() + (self.name,))
+        autocast_token = _autocast_var.set(policy.autocast_dtype if policy is not None else None)
         try:
             outputs = self.call(*args, **kwargs)
         finally:
-            local.autocast = autocast
-            naming._scopes.pop()
-            call_stack.pop()
+            _autocast_var.reset(autocast_token)
+            _scopes_var.reset(scope_token)
+            _training_var.reset(training_token)
         if self.activity_regularizer is not None:
             for out in autodiff._flatten(outputs):
                 if isinstance(out, autodiff.Tensor):
