@@ -5,11 +5,11 @@ creator's values): ``fit`` in one thread and ``predict`` in another, or two task
 requests, never see each other's training flag, name scopes, tapes or padded rows. A value is
 set for a block and restored after it::
 
-    token = context.training.set(True)
+    token = context.real_rows.set((3, 8))
     try:
         ...
     finally:
-        context.training.reset(token)
+        context.real_rows.reset(token)
 
 Values are immutable (tuples, not lists), so a copied context can never change its original.
 This module imports nothing from kerasrs: the autodiff engine and the layers both read it.
@@ -35,13 +35,13 @@ tapes = contextvars.ContextVar("kerasrs_tapes", default=())
 #: Set by `kerasrs.Layer.__call__`, read by `kerasrs.autodiff.Function.apply`.
 autocast = contextvars.ContextVar("kerasrs_autocast", default=None)
 
-#: The ``training`` argument of the innermost layer call running now (True, False or None), or
-#: `OUTSIDE` when no layer call is running. Sublayers called with ``training=None`` inherit it.
-training = contextvars.ContextVar("kerasrs_training", default=OUTSIDE)
-
-#: The name scopes open now, outermost first: the names of the layers and models being built
-#: or called, which make a new weight's path (``sequential/dense/kernel``).
-name_scopes = contextvars.ContextVar("kerasrs_name_scopes", default=())
+#: ``(training, name_scopes)`` of the innermost layer call running now (one variable: a layer
+#: call sets both at once, on every call). ``training`` is the call's ``training`` argument
+#: (True, False or None), or `OUTSIDE` when no layer call runs; sublayers called with
+#: ``training=None`` inherit it. ``name_scopes`` are the names of the layers and models being
+#: called or built, outermost first (`kerasrs.layers.naming.name_scope`): they make a new
+#: weight's path (``sequential/dense/kernel``).
+layer_call = contextvars.ContextVar("kerasrs_layer_call", default=(OUTSIDE, ()))
 
 #: ``(real row count, padded batch size)`` while ``fit(..., pad_last_batch=True)`` runs a
 #: padded batch (see `kerasrs.layers.padding`), else None.

@@ -68,7 +68,7 @@ def test_two_threads_keep_their_own_name_scopes():
 
     _in_threads(lambda: run("a"), lambda: run("b"))
     assert paths == {"a": ["a/d/kernel", "a/d/bias"], "b": ["b/d/kernel", "b/d/bias"]}
-    assert context.name_scopes.get() == ()
+    assert context.layer_call.get() == (context.OUTSIDE, ())
 
 
 def test_two_tasks_keep_their_own_state():
@@ -77,7 +77,7 @@ def test_two_tasks_keep_their_own_state():
 
     async def task(flag, scope, rows):
         seen = []
-        context.training.set(flag)  # as inside a layer call with training=flag
+        context.layer_call.set((flag, ()))  # as inside a layer call with training=flag
         with naming.name_scope(scope), padding.real_rows(rows, 8), \
                 kerasrs.GradientTape() as tape:
             await asyncio.sleep(0)  # the other task opens its own state here
@@ -92,7 +92,7 @@ def test_two_tasks_keep_their_own_state():
 
     results = asyncio.run(main())
     assert results == [((True, "a/w", (3, 8), 1), 4.0), ((False, "b/w", (5, 8), 1), 4.0)]
-    assert context.training.get() is context.OUTSIDE and context.tapes.get() == ()
+    assert context.layer_call.get() == (context.OUTSIDE, ()) and context.tapes.get() == ()
 
 
 def test_state_is_restored_after_a_failing_call():
@@ -104,5 +104,4 @@ def test_state_is_restored_after_a_failing_call():
         Failing()(np.ones((1, 2), "float32"), training=True)
     except RuntimeError:
         pass
-    assert context.training.get() is context.OUTSIDE
-    assert context.name_scopes.get() == () and context.autocast.get() is None
+    assert context.layer_call.get() == (context.OUTSIDE, ()) and context.autocast.get() is None

@@ -13,7 +13,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "kerasrs"
 
 LEVELS = {
-    "backend": 0, "datasets": 0, "tree": 0, "dtype_policies": 0.5, "config": 1,
+    "backend": 0, "context": 0, "datasets": 0, "tree": 0, "dtype_policies": 0.5, "config": 1,
     "preprocessing": 1,
     "autodiff": 1,
     "ops": 2, "testing": 2, "initializers": 2,

@@ -13,6 +13,8 @@ import numpy as np
 from kerasrs import context
 from kerasrs.autodiff.tensor import Tensor, Variable, _describe_non_tensor, convert_to_tensor
 
+_tapes = context.tapes  # the tapes recording in this thread or task (read on entry and exit)
+
 
 def sum_to(gx, shape):
     """Sum ``gx`` over the axes that broadcasting added or stretched, so it has ``shape``."""
@@ -55,12 +57,21 @@ class GradientTape:
         # as a source's gradient is final (its last consumer is done): kerasrs.distribution
         # starts reducing those gradients while earlier layers still run backward.
         self._on_gradient_ready = None
+        self._token = None  # from entering: restores the recording tapes on exit
 
     def __enter__(self):
-        context.tapes.set(context.tapes.get() + (self,))
+        self._token = _tapes.set(_tapes.get() + (self,))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, traceback):
+        token, self._token = self._token, None
+        tapes = _tapes.get()
+        if token is not None and tapes and tapes[-1] is self:
+            try:  # the usual case: back to the tapes that recorded before this one
+                _tapes.reset(token)
+                return False
+            except ValueError:  # entered in another context (a generator resumed elsewhere)
+                pass
         _remove(self)
         return False
 
@@ -81,21 +92,18 @@ class GradientTape:
         self._records.clear()
         self._tracked.clear()
 
-    def _watches(self, x):
-        if id(x) in self._tracked:
-            return True
-        if self.watch_accessed_variables and isinstance(x, Variable) and x.trainable:
-            self._tracked[id(x)] = x
-            return True
-        return False
-
     def _record(self, fn, inputs, out):
+        """Keep ``fn`` if an input is watched; a trainable Variable is watched on first use
+        (unless ``watch_accessed_variables=False``)."""
         tracked = self._tracked
         for x in inputs:  # (the tracked dict holds its Tensors: no other object has their ids)
-            if id(x) in tracked or isinstance(x, Variable) and self._watches(x):
-                self._records.append((fn, inputs, out))
-                tracked[id(out)] = out
-                return
+            if id(x) not in tracked:
+                if not (isinstance(x, Variable) and x.trainable and self.watch_accessed_variables):
+                    continue
+                tracked[id(x)] = x
+            self._records.append((fn, inputs, out))
+            tracked[id(out)] = out
+            return
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         """Gradients of ``target`` with respect to ``sources``.
@@ -229,6 +237,9 @@ def _accumulate(grads, x, g):
 def _remove(tape):
     """Stop ``tape`` recording (tapes may exit in any order)."""
     tapes = context.tapes.get()
+    if tapes and tapes[-1] is tape:  # the usual case: the innermost tape exits
+        context.tapes.set(tapes[:-1])
+        return
     if tape not in tapes:
         raise ValueError("GradientTape: this tape is not recording here (it was entered in "
                          "another thread or task, or exited already).")

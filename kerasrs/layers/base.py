@@ -40,8 +40,7 @@ _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (f
 
 
 # per thread and asyncio task: predict in one thread cannot flip training in another
-_training_var, _scopes_var, _autocast_var = context.training, context.name_scopes, context.autocast
-_OUTSIDE = context.OUTSIDE
+_call_var, _autocast_var, _OUTSIDE = context.layer_call, context.autocast, context.OUTSIDE
 _outer_calls = [0]  # counts outermost layer calls: losses added during one carry its number
 _IGNORED_KWARGS = {"autocast", "quantization_config", "lora_alpha", "input_length"}
 
@@ -396,7 +395,7 @@ class Layer:
         if not args:
             raise TypeError(f"{self.name}: call the layer on an input. Received: no arguments")
         training = kwargs.pop("training", None)
-        outer = _training_var.get()  # the enclosing layer call's `training`, or _OUTSIDE
+        outer, scopes = _call_var.get()  # the enclosing layer call's `training`, or _OUTSIDE
         if training is None and outer is not _OUTSIDE:
             training = outer
         mask = kwargs.pop("mask", None)
@@ -415,16 +414,16 @@ class Layer:
             kwargs["training"] = training
         if mask is not None and self._call_has_mask:
             kwargs["mask"] = mask
+        call_token = _call_var.set((training, scopes + (self.name,)))
         policy = self._policy()  # mixed policies read float32 variables in compute_dtype
-        training_token = _training_var.set(training)
-        scope_token = _scopes_var.set(_scopes_var.get() + (self.name,))
-        autocast_token = _autocast_var.set(policy.autocast_dtype if policy is not None else None)
+        autocast = policy.autocast_dtype if policy is not None else None
+        autocast_token = None if autocast is _autocast_var.get() else _autocast_var.set(autocast)
         try:
             outputs = self.call(*args, **kwargs)
         finally:
-            _autocast_var.reset(autocast_token)
-            _scopes_var.reset(scope_token)
-            _training_var.reset(training_token)
+            if autocast_token is not None:
+                _autocast_var.reset(autocast_token)
+            _call_var.reset(call_token)
         if self.activity_regularizer is not None:
             for out in autodiff._flatten(outputs):
                 if isinstance(out, autodiff.Tensor):

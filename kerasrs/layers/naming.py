@@ -2,7 +2,7 @@
 
 Default names are process-wide, as in Keras: the second model built in a session gets
 ``sequential_1`` and ``dense_2``. ``kerasrs.utils.clear_session()`` resets the counters (see
-`reset_uids`). Name scopes are per thread and per asyncio task (`kerasrs.context.name_scopes`):
+`reset_uids`). Name scopes are per thread and per asyncio task (`kerasrs.context.layer_call`):
 a model built in one thread does not put its name into the paths of weights built in another.
 """
 
@@ -38,19 +38,20 @@ def reset_uids():
 @contextlib.contextmanager
 def name_scope(name):
     """Open a name scope: variables created inside get ``<scopes>/<name>/<weight>`` paths."""
-    token = context.name_scopes.set(context.name_scopes.get() + (name,))
+    training, scopes = context.layer_call.get()
+    token = context.layer_call.set((training, scopes + (name,)))
     try:
         yield
     finally:
-        context.name_scopes.reset(token)
+        context.layer_call.reset(token)
 
 
 def current_scope():
     """The name of the innermost open name scope, or None."""
-    scopes = context.name_scopes.get()
+    scopes = context.layer_call.get()[1]
     return scopes[-1] if scopes else None
 
 
 def variable_path(weight_name):
     """The path of a weight created now, e.g. ``sequential/dense/kernel``."""
-    return "/".join(context.name_scopes.get() + (weight_name,))
+    return "/".join(context.layer_call.get()[1] + (weight_name,))
