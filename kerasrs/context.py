@@ -1,4 +1,4 @@
-"""Per-call state: what the code running now is inside of, one `contextvars.ContextVar` each.
+"""Per-call state: what the code running now is inside of, in `contextvars.ContextVar`s.
 
 Each thread has its own values, and so does each asyncio task (a task starts with a copy of its
 creator's values): ``fit`` in one thread and ``predict`` in another, or two tasks serving

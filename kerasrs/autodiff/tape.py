@@ -236,14 +236,11 @@ def _accumulate(grads, x, g):
 
 def _remove(tape):
     """Stop ``tape`` recording (tapes may exit in any order)."""
-    tapes = context.tapes.get()
-    if tapes and tapes[-1] is tape:  # the usual case: the innermost tape exits
-        context.tapes.set(tapes[:-1])
-        return
+    tapes = _tapes.get()
     if tape not in tapes:
         raise ValueError("GradientTape: this tape is not recording here (it was entered in "
                          "another thread or task, or exited already).")
-    context.tapes.set(tuple(t for t in tapes if t is not tape))
+    _tapes.set(tuple(t for t in tapes if t is not tape))
 
 
 @contextlib.contextmanager
@@ -252,19 +249,19 @@ def _paused(tape):
     try:
         yield
     finally:
-        context.tapes.set(context.tapes.get() + (tape,))
+        _tapes.set(_tapes.get() + (tape,))
 
 
 @contextlib.contextmanager
 def no_grad():
     """Context manager: nothing inside the block is recorded on any tape (of this thread or
     asyncio task)."""
-    saved = context.tapes.get()
-    context.tapes.set(())
+    saved = _tapes.get()
+    _tapes.set(())
     try:
         yield
     finally:
-        context.tapes.set(saved)
+        _tapes.set(saved)
 
 
 def _flatten(structure):
