@@ -419,9 +419,9 @@ class Layer:
             kwargs["training"] = training
         if mask is not None and self._call_has_mask:
             kwargs["mask"] = mask
-        call_token = _call_var.set((training, scopes + (self.name,)))
         policy = self._policy()  # mixed policies read float32 variables in compute_dtype
         autocast = policy.autocast_dtype if policy is not None else None
+        call_token = _call_var.set((training, scopes + (self.name,)))
         autocast_token = None if autocast is _autocast_var.get() else _autocast_var.set(autocast)
         try:
             outputs = self.call(*args, **kwargs)
