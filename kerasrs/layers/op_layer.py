@@ -7,8 +7,9 @@ recorded in the functional graph. kerasrs does the same with one generic mechani
    wrapper runs the op; only when it raises does it ask this module whether a symbolic tensor is
    among the arguments (`_Handler.wants`) and, if so, hands the call to `symbolic_op`. Eager
    calls pay one Python call and never look at their arguments.
-2. Python operators on a `SymbolicTensor` call `symbolic_op` directly. A concrete Tensor on the
-   left (``tensor + symbolic``) reaches `Function.apply`, which passes a symbolic input to
+2. Python operators on a `SymbolicTensor` call the `kerasrs.ops` function (``x + 1`` is
+   ``ops.add(x, 1)``), so they take the same path. A concrete Tensor on the left
+   (``tensor + symbolic``) reaches `Function.apply`, which passes a symbolic input to
    `_function_hook`.
 3. `symbolic_op` creates an `OpLayer`: a weightless layer whose class is named after the op, as
    Keras names its op classes (``Add``, ``GetItem``, ``Sum``...), and whose name is the snake
