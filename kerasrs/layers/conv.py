@@ -100,7 +100,8 @@ def check_windows(layer, input_shape, window, dilation, padding, what="kernel"):
         reach = (k - 1) * d + 1
         if n is not None and reach > n:
             raise ValueError(
-                f"{layer.name}: the {what} (size {tuple(window)}, dilation {tuple(dilation)}) is "
+                f"{layer.name}: Computed output size would be zero or negative: the {what} "
+                f"(size {tuple(window)}, dilation {tuple(dilation)}) is "
                 f"larger than the input along spatial axis {axis} (size {n}) with "
                 f"padding='valid'; use padding='same' or a larger input. "
                 f"Received: input shape {tuple(input_shape)}")
@@ -175,8 +176,8 @@ class BaseConv(Layer):
         who = self.name
         self.rank = rank
         if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
-            raise ValueError(f"{who}: `filters` must be a positive int. "
-                             f"Received: filters={filters!r}")
+            raise ValueError(f"{who}: Invalid value for argument `filters`. Expected a strictly "
+                             f"positive value. Received filters={filters!r}.")
         if not isinstance(groups, (int, np.integer)) or groups <= 0 or filters % groups:
             raise ValueError(f"{who}: `groups` must be a positive int dividing `filters`. "
                              f"Received: groups={groups!r}, filters={filters}")

@@ -60,8 +60,8 @@ class BaseConvTranspose(Layer):
         who = self.name
         self.rank = rank
         if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
-            raise ValueError(f"{who}: `filters` must be a positive int. "
-                             f"Received: filters={filters!r}")
+            raise ValueError(f"{who}: Invalid value for argument `filters`. Expected a strictly "
+                             f"positive value. Received filters={filters!r}.")
         self.filters = int(filters)
         self.kernel_size = conv.standardize_tuple(kernel_size, rank, "kernel_size", who)
         self.strides = conv.standardize_tuple(strides, rank, "strides", who)

@@ -37,7 +37,7 @@ class Dense(Layer):
                  lora_rank=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
-            raise ValueError(f"{self.name}: `units` must be a positive int. "
+            raise ValueError(f"{self.name}: `units` must be a positive integer. "
                              f"Received: units={units!r}")
         if lora_rank:
             raise ValueError(f"{self.name}: LoRA is not supported. Received: lora_rank={lora_rank}")
@@ -166,8 +166,8 @@ class Dropout(Layer):
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
-            raise ValueError(f"{self.name}: `rate` must be a number in [0, 1]. "
-                             f"Received: rate={rate!r}")
+            raise ValueError(f"{self.name}: Invalid value received for argument `rate`. Expected "
+                             f"a float value between 0 and 1. Received: rate={rate!r}")
         self.rate, self.seed = float(rate), seed
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
 
@@ -212,7 +212,7 @@ class Embedding(Layer):
         super().__init__(**kwargs)
         for arg, value in (("input_dim", input_dim), ("output_dim", output_dim)):
             if not isinstance(value, (int, np.integer)) or value <= 0:
-                raise ValueError(f"{self.name}: `{arg}` must be a positive int. "
+                raise ValueError(f"{self.name}: `{arg}` must be a positive integer. "
                                  f"Received: {arg}={value!r}")
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)

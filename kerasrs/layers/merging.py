@@ -27,8 +27,9 @@ class Merge(Layer):
         if n < self.min_inputs or (self.max_inputs and n > self.max_inputs):
             want = self.min_inputs if self.max_inputs == self.min_inputs else \
                 f"at least {self.min_inputs}"
-            raise ValueError(f"{self.name}: expects {want} inputs. Received: {n} inputs with "
-                             f"shapes {[tuple(s) for s in shapes]}")
+            exactly = "exactly " if self.max_inputs == self.min_inputs else ""
+            raise ValueError(f"{self.name}: the layer should be called on {exactly}{want} inputs. "
+                             f"Received: {n} inputs with shapes {[tuple(s) for s in shapes]}")
 
     def build(self, input_shape):
         self._check_list(input_shape)
@@ -139,8 +140,9 @@ class Concatenate(Merge):
         for s in input_shape[1:]:
             for i, (a, b) in enumerate(zip(out, s)):
                 if i != ax and a is not None and b is not None and a != b:
-                    raise ValueError(f"{self.name}: inputs must match on every axis except the "
-                                     f"concatenation axis {self.axis}. Received: input_shape="
+                    raise ValueError(f"{self.name}: the layer requires inputs with matching "
+                                     f"shapes except for the concatenation axis {self.axis}. "
+                                     f"Received: input_shape="
                                      f"{[tuple(s) for s in input_shape]}")
                 if i != ax and a is None:
                     out[i] = b

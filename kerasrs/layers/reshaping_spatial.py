@@ -221,6 +221,10 @@ class _Cropping(Layer):
 
     rank = 1
 
+    # Keras's phrase, for code that matches on it
+    _too_large = ("Values in `cropping` argument should be smaller than the corresponding "
+                  "spatial dimension of the input:")
+
     def __init__(self, cropping, data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.cropping = _pairs(cropping, self.rank, "cropping", self.name)
@@ -231,8 +235,8 @@ class _Cropping(Layer):
         conv.check_rank(self, input_shape, self.rank)
         for axis, (a, b) in zip(_spatial_axes(self.rank, self.data_format), self.cropping):
             if input_shape[axis] is not None and a + b >= input_shape[axis]:
-                raise ValueError(f"{self.name}: cropping {self.cropping} leaves nothing of "
-                                 f"axis {axis} (size {input_shape[axis]}). "
+                raise ValueError(f"{self.name}: {self._too_large} cropping {self.cropping} "
+                                 f"leaves nothing of axis {axis} (size {input_shape[axis]}). "
                                  f"Received: input shape {tuple(input_shape)}")
 
     def build(self, input_shape):
@@ -266,6 +270,9 @@ class Cropping1D(_Cropping):
         >>> Cropping1D((1, 2))(np.arange(5, dtype="float32").reshape(1, 5, 1)).numpy().ravel()
         array([1., 2.], dtype=float32)
     """
+
+    _too_large = ("`cropping` parameter of `Cropping1D` layer must be smaller than the input "
+                  "length:")
 
     def __init__(self, cropping=(1, 1), **kwargs):
         if not isinstance(cropping, (int, np.integer)):

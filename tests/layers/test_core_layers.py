@@ -224,7 +224,7 @@ def test_reshape_size_mismatch_names_layer_and_shapes():
 def test_merge_errors_name_the_layer_and_shapes():
     with pytest.raises(ValueError, match=r"add: .*do not broadcast"):
         layers.Add()([np.ones((2, 3)), np.ones((2, 4))])
-    with pytest.raises(ValueError, match=r"subtract: expects 2 inputs"):
+    with pytest.raises(ValueError, match=r"subtract: the layer should be called on exactly 2 inputs"):
         layers.Subtract()([np.ones((2, 3))] * 3)
     with pytest.raises(ValueError, match=r"concatenate: inputs must match"):
         layers.Concatenate(axis=-1)([layers.Input((2, 3)), layers.Input((4, 3))])

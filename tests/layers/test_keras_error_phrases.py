@@ -1,0 +1,80 @@
+"""Argument and input errors raise Keras's exception type with the phrase Keras's own tests (and
+users' code) match on, inside kerasrs's message, which still names the layer and the value.
+
+Each phrase is the regex of a test in Keras 3.15.1's wheel (tests/keras_conformance runs them).
+"""
+
+import numpy as np
+import pytest
+
+from kerasrs import layers
+
+
+def _call(layer, *args, **kwargs):
+    return lambda: layer(*args, **kwargs)
+
+
+def _x(*shape):
+    return np.ones(shape, dtype="float32")
+
+
+CASES = [
+    ("dense units", lambda: layers.Dense(0, name="d"), "d: .*positive integer.*units=0"),
+    ("embedding input_dim", lambda: layers.Embedding(3.7, 2),
+     "`input_dim` must be a positive integer"),
+    ("embedding output_dim", lambda: layers.Embedding(3, 3.7),
+     "`output_dim` must be a positive integer"),
+    ("conv filters", lambda: layers.Conv1D(0, 2),
+     "Invalid value for argument `filters`. Expected a strictly positive value. "
+     "Received filters=0."),
+    ("conv transpose filters", lambda: layers.Conv2DTranspose(0, 2),
+     "Invalid value for argument `filters`. Expected a strictly positive value."),
+    ("separable depth_multiplier", lambda: layers.SeparableConv1D(2, 2, depth_multiplier=0),
+     "Invalid value for argument `depth_multiplier`. Expected a strictly positive value. "
+     "Received depth_multiplier=0."),
+    ("conv output size", _call(layers.SeparableConv1D(2, 11), _x(4, 10, 12)),
+     "Computed output size would be zero or negative."),
+    ("relu max_value", lambda: layers.ReLU(max_value=-10),
+     "max_value of a ReLU layer cannot be a negative value"),
+    ("relu negative_slope", lambda: layers.ReLU(negative_slope=None),
+     "negative_slope of a ReLU layer cannot be None or a negative value"),
+    ("relu threshold", lambda: layers.ReLU(threshold=None),
+     "threshold of a ReLU layer cannot be None or a negative value"),
+    ("leaky relu", lambda: layers.LeakyReLU(negative_slope=None),
+     "The negative_slope value of a Leaky ReLU layer cannot be None"),
+    ("dropout rate", lambda: layers.Dropout(1.5),
+     "Invalid value received for argument `rate`. Expected a float value between 0 and 1."),
+    ("alpha dropout rate", lambda: layers.AlphaDropout(-0.5),
+     "Invalid value received for argument `rate`. Expected a float value between 0 and 1."),
+    ("reshape entry", lambda: layers.Reshape((-2, 5)),
+     r"non-negative integer.*-1.*target_shape=\(-2, 5\)"),
+    ("reshape unknowns", lambda: layers.Reshape((-1, -1, 5)),
+     r"at most one unknown dimension.*target_shape=\(-1, -1, 5\)"),
+    ("permute", lambda: layers.Permute((0, 1, 2)), r"Invalid permutation .*dims.*"),
+    ("attention score_mode", lambda: layers.Attention(score_mode="x"),
+     "Invalid value for argument score_mode. Expected one of {'dot', 'concat'}"),
+    ("attention not a list", _call(layers.Attention(), _x(1, 2, 2)), "must be called on a list"),
+    ("attention list length", _call(layers.Attention(), [_x(1, 2, 2)] * 4), "length 2 or 3"),
+    ("attention mask", _call(layers.Attention(), [_x(1, 2, 2)] * 2, mask=_x(1, 2)),
+     "layer mask must be a list"),
+    ("subtract inputs", _call(layers.Subtract(), [_x(2, 3)] * 3),
+     "layer should be called on exactly 2 inputs"),
+    ("concatenate shapes", _call(layers.Concatenate(axis=-1), [_x(1, 2, 5), _x(1, 1, 4)]),
+     "requires inputs with matching shapes except for the concatenation axis"),
+    ("cropping1d", _call(layers.Cropping1D((3, 3)), _x(3, 5, 7)),
+     "`cropping` parameter of `Cropping1D` layer must be smaller than"),
+    ("cropping2d", _call(layers.Cropping2D(((4, 5), (0, 0))), _x(3, 8, 9, 5)),
+     "Values in `cropping` argument should be smaller than the corresponding spatial "
+     "dimension of the input."),
+    ("cropping3d", _call(layers.Cropping3D(((8, 1), (1, 1), (1, 1))), _x(3, 7, 9, 13, 5)),
+     "Values in `cropping` argument should be smaller than the"),
+    ("time distributed mask", _call(layers.TimeDistributed(layers.Dense(2)), _x(4, 5, 3),
+                                     mask=np.ones((4, 6), dtype=bool)),
+     r"The `mask` passed to the `TimeDistributed` layer has a shape.*"),
+]
+
+
+@pytest.mark.parametrize("make, phrase", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_errors_carry_keras_phrase(make, phrase):
+    with pytest.raises(ValueError, match=phrase):
+        make()
