@@ -78,3 +78,24 @@ CASES = [
 def test_errors_carry_keras_phrase(make, phrase):
     with pytest.raises(ValueError, match=phrase):
         make()
+
+
+def test_merge_masks_follow_keras():
+    """Merge masks: the OR of the input masks (None if one input has none), from Tensors,
+    NumPy arrays or symbolic tensors, with Keras's argument checks."""
+    a, b = np.array([[True, False, False]]), np.array([[False, False, True]])
+    x = [_x(1, 3, 2)] * 2
+    out = layers.Add().compute_mask(x, [a, b])  # NumPy masks (was: a memoryview error)
+    assert np.asarray(out).tolist() == [[True, False, True]]
+    assert layers.Add().compute_mask(x, [a, None]) is None
+    sym = [layers.Input((3, 2)), layers.Input((3, 2))]
+    assert tuple(layers.Maximum().compute_mask(sym, [layers.Input((3,), dtype="bool")] * 2)
+                 .shape) == (None, 3)
+    cat = layers.Concatenate().compute_mask(x, [a, None])
+    assert np.asarray(cat).tolist() == [[True, True, True]]
+    with pytest.raises(ValueError, match="`mask` should be a list."):
+        layers.Add().compute_mask(x, a)
+    with pytest.raises(ValueError, match="`inputs` should be a list."):
+        layers.Add().compute_mask(x[0], [a, b])
+    with pytest.raises(ValueError, match=" should have the same length."):
+        layers.Add().compute_mask(x, [a])
