@@ -99,3 +99,26 @@ def test_merge_masks_follow_keras():
         layers.Add().compute_mask(x[0], [a, b])
     with pytest.raises(ValueError, match=" should have the same length."):
         layers.Add().compute_mask(x, [a])
+
+
+@pytest.mark.parametrize("noise_shape, phrase", [
+    ("Invalid", "Expected a tuple or list of integers."),
+    ((20, 1.5, 10), "Expected all elements to be integers or None."),
+    ((20, -1, 10), "Expected all dimensions to be positive integers or None."),
+    ((20, 0, 10), "Expected all dimensions to be positive integers or None."),
+])
+def test_dropout_checks_noise_shape(noise_shape, phrase):
+    with pytest.raises(ValueError, match="Invalid value received for argument `noise_shape`. "
+                       + phrase):
+        layers.Dropout(0.5, noise_shape=noise_shape)
+    assert layers.Dropout(0.5, noise_shape=[None, 1, 3]).noise_shape == (None, 1, 3)
+
+
+def test_softmax_refuses_a_mask_that_would_grow_the_inputs():
+    inputs = np.array([[1.0, 2.0, 1.0]])
+    with pytest.raises(ValueError, match="broadcastable"):
+        layers.Softmax()(inputs, mask=np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]))
+    with pytest.raises(ValueError, match="must not have more dimensions"):
+        layers.Softmax()(inputs, mask=np.array([[[1.0, 0.0, 1.0]]]))
+    out = layers.Softmax()(inputs, mask=np.array([[1.0, 0.0, 1.0]]))
+    np.testing.assert_allclose(out.numpy(), [[0.5, 0.0, 0.5]], atol=1e-6)
