@@ -308,12 +308,15 @@ class Masking(Layer):
         super().__init__(**kwargs)
         self.mask_value = mask_value
 
+    def _keep(self, inputs, keepdims=False):
+        # through ops: inputs may be Tensors, NumPy arrays or symbolic tensors
+        return ops.any(ops.not_equal(inputs, self.mask_value), axis=-1, keepdims=keepdims)
+
     def call(self, inputs):
-        keep = (inputs.data != self.mask_value).any(axis=-1, keepdims=True)
-        return ops.multiply(inputs, constant(keep.astype(inputs.dtype), inputs.backend))
+        return ops.multiply(inputs, ops.cast(self._keep(inputs, keepdims=True), inputs.dtype))
 
     def compute_mask(self, inputs, mask=None):
-        return constant((inputs.data != self.mask_value).any(axis=-1), inputs.backend)
+        return self._keep(inputs)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -122,3 +122,17 @@ def test_softmax_refuses_a_mask_that_would_grow_the_inputs():
         layers.Softmax()(inputs, mask=np.array([[[1.0, 0.0, 1.0]]]))
     out = layers.Softmax()(inputs, mask=np.array([[1.0, 0.0, 1.0]]))
     np.testing.assert_allclose(out.numpy(), [[0.5, 0.0, 0.5]], atol=1e-6)
+
+
+def test_masking_mask_from_numpy_and_symbolic_inputs():
+    x = np.array([[[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]], [[2.0, 2.0], [0.0, 0.0], [2.0, 1.0]]])
+    mask = layers.Masking(mask_value=0.0).compute_mask(x)  # was: 'bool' has no attribute 'any'
+    assert np.asarray(mask).tolist() == [[False, True, False], [True, False, True]]
+    assert tuple(layers.Masking().compute_mask(layers.Input((3, 2))).shape) == (None, 3)
+    np.testing.assert_array_equal(layers.Masking()(x).numpy(), x)
+
+
+def test_conv_lstm_refuses_strides_with_dilation():
+    with pytest.raises(ValueError, match=r"Specifying `strides > 1` is not compatible with "
+                                         r"`dilation_rate > 1`"):
+        layers.ConvLSTM1D(filters=1, kernel_size=1, strides=2, padding="same", dilation_rate=3)
