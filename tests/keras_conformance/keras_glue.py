@@ -186,11 +186,12 @@ def _make_op_class(name, fn, params):
     def call(self, *args, **kwargs):
         # the call's positional arguments fill, in order, the parameters the init did not
         kwargs = {**kwargs, **self._op_kwargs}
-        if not variadic:
-            free = [p for p in positional if p not in kwargs]
-            kwargs.update(zip(free, args))
-            args = args[len(free):]
-        return fn(*args, **kwargs)
+        if variadic:  # einsum(subscripts, *operands): the named leading ones go first
+            lead = [kwargs.pop(p) for p in positional if p in kwargs]
+            return fn(*lead, *args, **kwargs)
+        free = [p for p in positional if p not in kwargs]
+        kwargs.update(zip(free, args))
+        return fn(*args[len(free):], **kwargs)
 
     attrs = {"__init__": __init__, "call": call, "__call__": call, "symbolic_call": call,
              "compute_output_spec": call, "__doc__": f"glue: kerasrs.ops.{fn.__name__}"}

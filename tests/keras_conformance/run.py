@@ -1,7 +1,7 @@
 """Run Keras's own op and layer tests on kerasrs and compare with real Keras (PyTorch backend).
 
-    python tests/keras_conformance/run.py [--jobs N] [--only SUBSTRING ...] [--out DIR]
-                                          [--update-floor]
+    python tests/keras_conformance/run.py [--jobs N] [--only SUBSTRING ...] [--select EXPR]
+                                          [--out DIR] [--update-floor]
 
 Needs the ``conformance`` extra (``pip install -e '.[conformance]'``). Run from the checkout
 whose kerasrs you mean to test (the current directory comes first on ``sys.path``). The test
@@ -31,7 +31,7 @@ TIMEOUT_S = 120  # per test (the slowest pass in seconds): a hang is a failure, 
 # failure (numpy_test.py has 13,000 lines); Python's is about ten times cheaper per failure.
 
 
-def run(src, files, out, jobs):
+def run(src, files, out, jobs, select=None):
     env = {**os.environ, "KERAS_CONFORMANCE_TARGET": "kerasrs",
            "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)] + [
                p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
@@ -43,7 +43,7 @@ def run(src, files, out, jobs):
         cmd = [sys.executable, "-m", "pytest", "-q", "-c", os.devnull, f"--rootdir={src}",
                "-p", "no:cacheprovider", "-p", "conformance_plugin",
                "--continue-on-collection-errors", "--tb=native", f"--timeout={TIMEOUT_S}",
-               *[str(src / f) for f in group]]
+               *(["-k", select] if select else []), *[str(src / f) for f in group]]
         stdout = open(out / f"pytest{i}.txt", "w")
         procs.append((subprocess.Popen(cmd, cwd=REPO, stdout=stdout, stderr=subprocess.STDOUT,
                                        env={**env, "KERAS_CONFORMANCE_LOG": str(log)}), stdout))
@@ -58,6 +58,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", nargs="*", default=None,
                         help="run only the files whose path contains one of these (no floor check)")
+    parser.add_argument("--select", default=None, help="pytest -k expression (no floor check)")
     parser.add_argument("--out", default=str(REPO / "build" / "keras_conformance"))
     parser.add_argument("--update-floor", action="store_true",
                         help="raise floor.json to this run's counts (it never lowers one)")
@@ -74,7 +75,7 @@ def main():
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    logs = run(src, files, out, max(1, args.jobs))
+    logs = run(src, files, out, max(1, args.jobs), args.select)
     elapsed = time.monotonic() - start
     results = {}
     for log in logs:
@@ -86,7 +87,7 @@ def main():
     failed = len(summary["failures"])
     print("Of the tests that pass on Keras with the PyTorch backend, on kerasrs:")
     print(f"conformance: {len(summary['reference']) - failed} passed, {failed} failed")
-    if args.only:
+    if args.only or args.select:
         return 0
     if args.update_floor:
         report.raise_floor(summary)

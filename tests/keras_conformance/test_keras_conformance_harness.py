@@ -36,10 +36,14 @@ FAKE = {
             def __init__(self, *, name=None): pass
         class Concatenate(Operation):
             def __init__(self, axis=0, *, name=None): pass
+        class Einsum(Operation):
+            def __init__(self, subscripts, *, name=None): pass
         def add(x1, x2):
             return Add().symbolic_call(x1, x2)
         def concatenate(xs, axis=0):
             return Concatenate(axis=axis).symbolic_call(xs)
+        def einsum(subscripts, *operands):
+            return Einsum(subscripts).symbolic_call(*operands)
         """),
     "src/layers/core/dense_test.py": "from keras.src import layers\nfrom keras.src.layers.core "
                                      "import dense\nSEEN = (layers.Dense, dense.Nope)\n",
@@ -121,6 +125,7 @@ def test_op_classes_call_the_op_with_their_init_arguments(fake_keras):
     assert knp.Add()(x, x).numpy().tolist() == [[2.0] * 3] * 2
     assert knp.Concatenate(1)([x, x]).shape == (2, 6)  # axis bound by name
     assert knp.Concatenate(axis=0, name="c")([x, x]).shape == (4, 3)
+    assert knp.Einsum("ij,kj->ik")(x, x).shape == (2, 2)  # a variadic op
     assert isinstance(knp.Add(), kerasrs.Operation)
 
 
