@@ -71,12 +71,13 @@ class BaseConvTranspose(Layer):
             output_padding, rank, "output_padding", who, allow_zero=True)
         if self.output_padding is not None and any(
                 p >= s for p, s in zip(self.output_padding, self.strides)):
-            raise ValueError(f"{who}: each `output_padding` must be smaller than its stride. "
+            raise ValueError(f"{who}: `output_padding` must be strictly less than `strides` "
+                             f"(each padding smaller than its stride). "
                              f"Received: output_padding={self.output_padding}, "
                              f"strides={self.strides}")
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"{who}: strides > 1 cannot be combined with dilation_rate > 1. "
-                             f"Received: strides={self.strides}, "
+            raise ValueError(f"{who}: `strides > 1` not supported in conjunction with "
+                             f"`dilation_rate > 1`. Received: strides={self.strides} and "
                              f"dilation_rate={self.dilation_rate}")
         self.data_format = conv.standardize_data_format(data_format, who)
         self.activation = activations.get(activation)

@@ -32,6 +32,23 @@ CASES = [
     ("separable depth_multiplier", lambda: layers.SeparableConv1D(2, 2, depth_multiplier=0),
      "Invalid value for argument `depth_multiplier`. Expected a strictly positive value. "
      "Received depth_multiplier=0."),
+    ("conv kernel_size", lambda: layers.Conv2D(2, (1, 0)),
+     r"The `kernel_size` argument must be a tuple of \d+ integers. Received kernel_size=\(1, 0\), "
+     r"including values \{0\} that do not satisfy `value > 0`"),
+    ("depthwise strides", lambda: layers.DepthwiseConv2D(2, strides=(1, 0)),
+     r"The `strides` argument must be a tuple of \d+ integers. Received strides=\(1, 0\), "
+     r"including values \{0\} that do not satisfy `value > 0`"),
+    ("conv strides with dilation", lambda: layers.Conv2D(2, 2, strides=2, dilation_rate=(2, 1)),
+     r"`strides > 1` not supported in conjunction with `dilation_rate > 1`. Received: "
+     r"strides=\(2, 2\) and dilation_rate=\(2, 1\)"),
+    ("conv groups", lambda: layers.Conv2D(5, 2, groups=0),
+     "The number of groups must be a positive integer. Received: groups=0."),
+    ("conv groups divide filters", lambda: layers.Conv2D(5, 2, groups=2),
+     "The number of filters must be evenly divisible by the number of groups. Received: "
+     "groups=2, filters=5."),
+    ("conv transpose output_padding",
+     lambda: layers.Conv2DTranspose(2, 3, strides=(2, 3), output_padding=(1, 3)),
+     r"`output_padding` must be strictly less than `strides`"),
     ("conv output size", _call(layers.SeparableConv1D(2, 11), _x(4, 10, 12)),
      "Computed output size would be zero or negative."),
     ("relu max_value", lambda: layers.ReLU(max_value=-10),
