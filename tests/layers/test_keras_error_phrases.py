@@ -74,6 +74,20 @@ CASES = [
     ("attention list length", _call(layers.Attention(), [_x(1, 2, 2)] * 4), "length 2 or 3"),
     ("attention mask", _call(layers.Attention(), [_x(1, 2, 2)] * 2, mask=_x(1, 2)),
      "layer mask must be a list"),
+    ("mha num_heads", lambda: layers.MultiHeadAttention(num_heads=1.5, key_dim=4),
+     "argument `num_heads`"),
+    ("mha key_dim", lambda: layers.MultiHeadAttention(num_heads=4, key_dim=0),
+     "argument `key_dim`"),
+    ("mha value_dim", lambda: layers.MultiHeadAttention(num_heads=4, key_dim=4, value_dim=-2),
+     "argument `value_dim`"),
+    ("group norm groups", lambda: layers.GroupNormalization(groups=0), "argument `groups`"),
+    ("group norm too many groups", _call(layers.GroupNormalization(groups=5), _x(2, 4)),
+     "cannot be more than the number of channels"),
+    ("group norm groups not dividing", _call(layers.GroupNormalization(groups=3), _x(2, 4)),
+     "must be a multiple of the number of channels"),
+    ("group norm unknown channels",
+     _call(layers.GroupNormalization(), layers.Input(shape=(2, 2, 2, None))),
+     "input tensor should have a defined dimension but the layer received an input with shape"),
     ("subtract inputs", _call(layers.Subtract(), [_x(2, 3)] * 3),
      "layer should be called on exactly 2 inputs"),
     ("concatenate shapes", _call(layers.Concatenate(axis=-1), [_x(1, 2, 5), _x(1, 1, 4)]),
@@ -153,3 +167,13 @@ def test_conv_lstm_refuses_strides_with_dilation():
     with pytest.raises(ValueError, match=r"Specifying `strides > 1` is not compatible with "
                                          r"`dilation_rate > 1`"):
         layers.ConvLSTM1D(filters=1, kernel_size=1, strides=2, padding="same", dilation_rate=3)
+
+
+@pytest.mark.parametrize("cls, phrase", [
+    (layers.LayerNormalization, "Expected an int or a list/tuple of ints for the argument 'axis'"),
+    (layers.UnitNormalization, "Invalid value for `axis` argument: expected an int or a "
+                               "list/tuple of ints."),
+])
+def test_normalization_axis_type_errors(cls, phrase):
+    with pytest.raises(TypeError, match=phrase):
+        cls(axis={"axis": -1})
