@@ -299,9 +299,9 @@ class GroupNormalization(_ScaleShift, Layer):
                              f"the number of channels ({channels}). Received: input shape "
                              f"{tuple(input_shape)}")
         if channels % self.groups:
-            raise ValueError(f"{self.name}: Number of groups ({self.groups}) must be a multiple "
-                             f"of the number of channels ({channels}): groups={self.groups} "
-                             f"must divide the {channels} channels. Received: input shape "
+            raise ValueError(f"{self.name}: groups={self.groups} must divide the {channels} "
+                             f"channels (Number of groups ({self.groups}) must be a multiple of "
+                             f"the number of channels ({channels})). Received: input shape "
                              f"{tuple(input_shape)}")
         self._build_scale_shift((channels,))
         self.input_spec = InputSpec(ndim=len(input_shape), axes={self.axis: channels})
