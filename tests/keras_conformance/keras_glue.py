@@ -33,6 +33,15 @@ def _set_keras_mask(x, mask):
     x._keras_mask = mask
 
 
+# Keras modules run from the wheel's source, like the test files: pure-Python helpers that tests
+# use as their oracle (to compute the expected result), never the code under test.
+WHEEL_MODULES = {
+    "keras.src.backend.common.backend_utils": (
+        "the conv-transpose tests compute their expected output shapes with its pure-Python "
+        "`compute_conv_transpose_output_shape` (standard library only); kerasrs's shapes are "
+        "compared with it"),
+}
+
 # The active backend's implementation modules, which ``keras.src.backend`` star-imports (under
 # torch, ``keras.src.backend.numpy`` is ``keras/src/backend/torch/numpy.py``). Tests use them to
 # build reference tensors; kerasrs's single set of ops is their counterpart.

@@ -2,9 +2,10 @@
 
 ``install()`` puts a finder first on ``sys.meta_path`` that answers every ``keras`` import:
 
-* **Test code from the wheel, run as is.** ``keras.src.<...>_test`` modules and
-  ``keras.src.testing`` (``test_case.py``, ``test_utils.py``) are loaded from the installed
-  keras wheel's files, unchanged; their own ``keras`` imports come back through this hook.
+* **Test code from the wheel, run as is.** ``keras.src.<...>_test`` modules,
+  ``keras.src.testing`` (``test_case.py``, ``test_utils.py``) and the few oracle helpers of
+  ``keras_glue.WHEEL_MODULES`` are loaded from the installed keras wheel's files, unchanged;
+  their own ``keras`` imports come back through this hook.
 * **Everything else is a facade**, a module object whose attributes are looked up in kerasrs
   on first use. A public module ``keras.P`` answers ``N`` with ``kerasrs.P.N``. An internal
   module ``keras.src.M`` answers ``N`` by the first rule that applies:
@@ -107,7 +108,7 @@ def _from_wheel(name):
     last = name.rsplit(".", 1)[-1]
     return name.startswith("keras.src.") and (
         last.endswith("_test") or name == "keras.src.testing" or
-        name.startswith("keras.src.testing."))
+        name.startswith("keras.src.testing.") or name in keras_glue.WHEEL_MODULES)
 
 
 @functools.lru_cache(maxsize=None)

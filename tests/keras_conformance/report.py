@@ -188,6 +188,8 @@ def _glue_table():
         lines.append(f"| `{name}` | {shown if not isinstance(target, str) else f'`{target}`'} | "
                      f"{reason} |")
     lines.append(f"| `keras.src.ops.*.<OpClass>` | `kerasrs.ops.<op>` | {keras_glue.OP_CLASS_REASON} |")
+    for name, reason in sorted(keras_glue.WHEEL_MODULES.items()):
+        lines.append(f"| `{name}` (module) | run from the wheel (Keras's own code) | {reason} |")
     lines.append(f"| (process set-up) | `import ml_dtypes` | {keras_glue.PREPARE_REASON} |")
     return "\n".join(lines)
 
