@@ -114,6 +114,8 @@ def _folders(summary):
     for f, counts in summary["files"].items():
         folders[outcomes.folder(f)].update(counts)
         folders["overall"].update(counts)
+        if f.startswith("layers/"):
+            folders["all layers"].update(counts)
     return folders
 
 
@@ -126,7 +128,7 @@ def table(summary, per_file=True):
     lines = ["| folder | passed on kerasrs | passed on Keras (torch) | share | collected |"
              " passed on kerasrs, all |", "|---|---:|---:|---:|---:|---:|"]
     folders = _folders(summary)
-    for name in sorted(folders, key=lambda n: (n == "overall", n)):
+    for name in sorted(folders, key=lambda n: (n in ("all layers", "overall"), n)):
         c = folders[name]
         lines.append(f"| {name} | {c['passed']} | {c['reference']} | "
                      f"{_pct(c['passed'], c['reference'])} | {c['collected']} | {c['passed_any']} |")
