@@ -109,8 +109,10 @@ class RepeatVector(Layer):
 
     def __init__(self, n, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(n, (int, np.integer)) or n <= 0:
-            raise ValueError(f"{self.name}: `n` must be a positive int. Received: n={n!r}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"{self.name}: Expected an integer value for `n`. Received: n={n!r}")
+        if n <= 0:
+            raise ValueError(f"{self.name}: `n` should be a positive integer. Received: n={n!r}")
         self.n = int(n)
         self.input_spec = InputSpec(ndim=2)
 

@@ -113,7 +113,11 @@ class UpSampling1D(_UpSampling):
 
     def __init__(self, size=2, **kwargs):
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-            raise TypeError(f"UpSampling1D: `size` must be an int. Received: size={size!r}")
+            raise TypeError(f"UpSampling1D: Expected an integer value for `size` (an int). "
+                            f"Received: size={size!r}")
+        if size <= 0:
+            raise ValueError(f"UpSampling1D: `size` should be a positive integer. "
+                             f"Received: size={size!r}")
         super().__init__(size, **kwargs)
 
     def get_config(self):

@@ -177,3 +177,21 @@ def test_conv_lstm_refuses_strides_with_dilation():
 def test_normalization_axis_type_errors(cls, phrase):
     with pytest.raises(TypeError, match=phrase):
         cls(axis={"axis": -1})
+
+
+@pytest.mark.parametrize("make, error, phrase", [
+    (lambda: layers.RepeatVector(n="3"), TypeError, "Expected an integer value for `n`"),
+    (lambda: layers.RepeatVector(n=3.5), TypeError, "Expected an integer value for `n`"),
+    (lambda: layers.RepeatVector(n=0), ValueError, "should be a positive integer"),
+    (lambda: layers.UpSampling1D(size=-2), ValueError, "should be a positive integer"),
+    (lambda: layers.UpSampling1D(size="2"), TypeError, "Expected an integer value for `size`"),
+])
+def test_integer_arguments_keras_types_and_phrases(make, error, phrase):
+    with pytest.raises(error, match=phrase):
+        make()
+
+
+def test_adaptive_pooling_config_holds_a_tuple():
+    config = layers.AdaptiveAveragePooling2D(output_size=(8, 16)).get_config()
+    assert config["output_size"] == (8, 16)
+    assert layers.AdaptiveAveragePooling2D.from_config(config).output_size == (8, 16)
