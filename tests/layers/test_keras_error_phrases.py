@@ -195,3 +195,19 @@ def test_adaptive_pooling_config_holds_a_tuple():
     config = layers.AdaptiveAveragePooling2D(output_size=(8, 16)).get_config()
     assert config["output_size"] == (8, 16)
     assert layers.AdaptiveAveragePooling2D.from_config(config).output_size == (8, 16)
+
+
+def test_input_layer_arguments_follow_keras():
+    with pytest.raises(ValueError, match="`sparse=True` is not supported"):
+        layers.InputLayer(shape=(2,), sparse=True)
+    with pytest.raises(ValueError, match="`ragged=True` is not supported"):
+        layers.InputLayer(shape=(2,), ragged=True)
+    with pytest.raises(ValueError, match="cannot pass both `shape` and `batch_shape`"):
+        layers.InputLayer(shape=(2, 3), batch_shape=(2, 3))
+    with pytest.raises(ValueError, match="cannot pass both `batch_size` and `batch_shape`"):
+        layers.InputLayer(batch_size=2, batch_shape=(2, 3))
+    with pytest.raises(ValueError, match="pass a `shape` argument."):
+        layers.InputLayer(shape=None, batch_shape=None)
+    with pytest.warns(UserWarning, match="Argument `input_shape` is deprecated. Use `shape`"):
+        layer = layers.InputLayer(input_shape=(4,))
+    assert layer.batch_shape == (None, 4)
