@@ -39,7 +39,7 @@ class Dense(Layer):
                  lora_rank=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
-            raise ValueError(f"{self.name}: `units` must be a positive int. "
+            raise ValueError(f"{self.name}: `units` must be a positive integer. "
                              f"Received: units={units!r}")
         if lora_rank:
             raise ValueError(f"{self.name}: LoRA is not supported. Received: lora_rank={lora_rank}")
@@ -141,6 +141,24 @@ def dropout_mask(layer, shape, rate, dtype, be):
     return be.dropout_mask(tuple(shape), rate, key, offset, dtype)
 
 
+def _check_noise_shape(name, noise_shape):
+    """``noise_shape`` as a tuple of positive ints and Nones (or None), else Keras's ValueError."""
+    if noise_shape is None:
+        return None
+    bad = "Invalid value received for argument `noise_shape`."
+    if not isinstance(noise_shape, (list, tuple)):
+        raise ValueError(f"{name}: {bad} Expected a tuple or list of integers. "
+                         f"Received: noise_shape={noise_shape!r}")
+    if any(d is not None and (not isinstance(d, (int, np.integer)) or isinstance(d, bool))
+           for d in noise_shape):
+        raise ValueError(f"{name}: {bad} Expected all elements to be integers or None. "
+                         f"Received: noise_shape={noise_shape!r}")
+    if any(d is not None and d <= 0 for d in noise_shape):
+        raise ValueError(f"{name}: {bad} Expected all dimensions to be positive integers or "
+                         f"None. Received: noise_shape={noise_shape!r}")
+    return tuple(noise_shape)
+
+
 def resolve_noise_shape(noise_shape, shape):
     """The mask shape: ``shape`` where ``noise_shape`` is None or has None entries."""
     if noise_shape is None:
@@ -168,10 +186,10 @@ class Dropout(Layer):
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
-            raise ValueError(f"{self.name}: `rate` must be a number in [0, 1]. "
-                             f"Received: rate={rate!r}")
+            raise ValueError(f"{self.name}: Invalid value received for argument `rate`. Expected "
+                             f"a float value between 0 and 1. Received: rate={rate!r}")
         self.rate, self.seed = float(rate), seed
-        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
+        self.noise_shape = _check_noise_shape(self.name, noise_shape)
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
@@ -214,7 +232,7 @@ class Embedding(Layer):
         super().__init__(**kwargs)
         for arg, value in (("input_dim", input_dim), ("output_dim", output_dim)):
             if not isinstance(value, (int, np.integer)) or value <= 0:
-                raise ValueError(f"{self.name}: `{arg}` must be a positive int. "
+                raise ValueError(f"{self.name}: `{arg}` must be a positive integer. "
                                  f"Received: {arg}={value!r}")
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
@@ -342,18 +360,33 @@ class Masking(Layer):
         super().__init__(**kwargs)
         self.mask_value = mask_value
 
+    def _keep(self, inputs, keepdims=False):
+        # through ops: inputs may be Tensors, NumPy arrays or symbolic tensors
+        return ops.any(ops.not_equal(inputs, self.mask_value), axis=-1, keepdims=keepdims)
+
     def call(self, inputs):
-        keep = (inputs.data != self.mask_value).any(axis=-1, keepdims=True)
-        return ops.multiply(inputs, constant(keep.astype(inputs.dtype), inputs.backend))
+        return ops.multiply(inputs, ops.cast(self._keep(inputs, keepdims=True), inputs.dtype))
 
     def compute_mask(self, inputs, mask=None):
-        return constant((inputs.data != self.mask_value).any(axis=-1), inputs.backend)
+        return self._keep(inputs)
 
     def compute_output_shape(self, input_shape):
         return input_shape
 
     def get_config(self):
         return {**super().get_config(), "mask_value": self.mask_value}
+
+
+def _check_softmax_mask(name, input_shape, mask_shape):
+    """A mask must broadcast to the inputs without growing them (Keras's checks and phrases)."""
+    input_shape, mask_shape = tuple(input_shape), tuple(mask_shape)
+    if len(mask_shape) > len(input_shape):
+        raise ValueError(f"{name}: the mask must not have more dimensions than the inputs. "
+                         f"Received: mask shape {mask_shape}, input shape {input_shape}")
+    for m, i in zip(mask_shape[::-1], input_shape[::-1]):
+        if m is not None and i is not None and m not in (1, i):
+            raise ValueError(f"{name}: the mask must be broadcastable to the inputs' shape. "
+                             f"Received: mask shape {mask_shape}, input shape {input_shape}")
 
 
 class Softmax(Layer):
@@ -372,6 +405,7 @@ class Softmax(Layer):
 
     def call(self, inputs, mask=None):
         if mask is not None:
+            _check_softmax_mask(self.name, inputs.shape, mask.shape)
             mask = ops.cast(mask, inputs.dtype)
             large = -3e4 if inputs.dtype == np.float16 else -1e9
             inputs = ops.add(inputs, ops.multiply(ops.subtract(1.0, mask), large))

@@ -20,7 +20,8 @@ __all__ = ["DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableCo
 
 def _positive(who, name, value):
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{who}: `{name}` must be a positive int. Received: {name}={value!r}")
+        raise ValueError(f"{who}: Invalid value for argument `{name}`. Expected a strictly "
+                         f"positive value. Received {name}={value!r}.")
     return int(value)
 
 

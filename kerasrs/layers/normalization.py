@@ -28,8 +28,9 @@ def _check_axes(layer, axes, input_shape):
                          f"Received: input shape {tuple(input_shape)}")
     listed = sorted(int(a) % rank for a in listed)
     if any(input_shape[a] is None for a in listed):
-        raise ValueError(f"{layer.name}: the normalized axes must have known sizes. "
-                         f"Received: input shape {tuple(input_shape)}, axis={axes}")
+        raise ValueError(f"{layer.name}: the normalized axes must have known sizes (an input "
+                         f"tensor should have a defined dimension but the layer received an "
+                         f"input with shape {tuple(input_shape)} and axis={axes})")
     return listed
 
 
@@ -232,8 +233,8 @@ class LayerNormalization(_ScaleShift, Layer):
         elif isinstance(axis, (int, np.integer)):
             self.axis = int(axis)
         else:
-            raise TypeError(f"{self.name}: `axis` must be an int or a list of ints. "
-                            f"Received: axis={axis!r}")
+            raise TypeError(f"{self.name}: Expected an int or a list/tuple of ints for the "
+                            f"argument 'axis'. Received: axis={axis!r}")
         self.epsilon, self.rms_scaling = float(epsilon), bool(rms_scaling)
         self._init_scale_shift(center, scale, beta_initializer, gamma_initializer,
                                beta_regularizer, gamma_regularizer, beta_constraint,
@@ -283,8 +284,8 @@ class GroupNormalization(_ScaleShift, Layer):
                  gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(groups, (int, np.integer)) or (groups <= 0 and groups != -1):
-            raise ValueError(f"{self.name}: `groups` must be a positive int or -1. "
-                             f"Received: groups={groups!r}")
+            raise ValueError(f"{self.name}: Invalid argument `groups`: it must be a positive int "
+                             f"or -1. Received: groups={groups!r}")
         self.groups, self.axis, self.epsilon = int(groups), int(axis), float(epsilon)
         self._init_scale_shift(center, scale, beta_initializer, gamma_initializer,
                                beta_regularizer, gamma_regularizer, beta_constraint,
@@ -295,9 +296,15 @@ class GroupNormalization(_ScaleShift, Layer):
         channels = input_shape[axis]
         if self.groups == -1:
             self.groups = channels
+        if self.groups > channels:  # Keras's phrases, then ours
+            raise ValueError(f"{self.name}: Number of groups ({self.groups}) cannot be more than "
+                             f"the number of channels ({channels}). Received: input shape "
+                             f"{tuple(input_shape)}")
         if channels % self.groups:
             raise ValueError(f"{self.name}: groups={self.groups} must divide the {channels} "
-                             f"channels. Received: input shape {tuple(input_shape)}")
+                             f"channels (Number of groups ({self.groups}) must be a multiple of "
+                             f"the number of channels ({channels})). Received: input shape "
+                             f"{tuple(input_shape)}")
         self._build_scale_shift((channels,))
         self.input_spec = InputSpec(ndim=len(input_shape), axes={self.axis: channels})
 
@@ -347,8 +354,8 @@ class UnitNormalization(Layer):
         elif isinstance(axis, (int, np.integer)):
             self.axis = int(axis)
         else:
-            raise TypeError(f"{self.name}: `axis` must be an int or a list of ints. "
-                            f"Received: axis={axis!r}")
+            raise TypeError(f"{self.name}: Invalid value for `axis` argument: expected an int or "
+                            f"a list/tuple of ints. Received: axis={axis!r}")
 
     def call(self, inputs):
         axis = tuple(self.axis) if isinstance(self.axis, list) else self.axis

@@ -20,9 +20,10 @@ class _Noise(Layer):
         super().__init__(**kwargs)
         if not isinstance(rate, (int, float)) or not 0 <= rate < (1 if arg == "rate" else
                                                                     float("inf")):
-            bound = "[0, 1)" if arg == "rate" else ">= 0"
-            raise ValueError(f"{self.name}: `{arg}` must be a number {bound}. Received: "
-                             f"{arg}={rate!r}")
+            expected = "a float value between 0 and 1 (1 excluded)" if arg == "rate" else \
+                "a float value >= 0"
+            raise ValueError(f"{self.name}: Invalid value received for argument `{arg}`. "
+                             f"Expected {expected}. Received: {arg}={rate!r}")
         self._value, self._arg, self.seed = float(rate), arg, seed
         self._generators = {}
 

@@ -85,12 +85,12 @@ class MultiHeadAttention(Layer):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         for arg, value in (("num_heads", num_heads), ("key_dim", key_dim)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{self.name}: `{arg}` must be a positive int. "
-                                 f"Received: {arg}={value!r}")
+                raise ValueError(f"{self.name}: Invalid argument `{arg}`: it must be a positive "
+                                 f"int. Received: {arg}={value!r}")
         if value_dim is not None and (not isinstance(value_dim, (int, np.integer)) or
                                       value_dim <= 0):
-            raise ValueError(f"{self.name}: `value_dim` must be a positive int or None. "
-                             f"Received: value_dim={value_dim!r}")
+            raise ValueError(f"{self.name}: Invalid argument `value_dim`: it must be a positive "
+                             f"int or None. Received: value_dim={value_dim!r}")
         if flash_attention or sliding_window is not None or use_gate:
             raise ValueError(f"{self.name}: flash_attention, sliding_window and use_gate are not "
                              f"supported. Received: flash_attention={flash_attention}, "
