@@ -330,6 +330,9 @@ class Function:
         if tapes:
             for tape in tapes:
                 tape._record(self, inputs, out)
+        if tracers:  # kerasrs.graph is tracing (each tracer ignores other threads' ops)
+            for tracer in tracers:
+                tracer.record(self, inputs, out)
         return out
 
     def forward(self, *xs):
@@ -378,6 +381,10 @@ class _NotATensor(Exception):
 
 
 symbolic_hook = [None]  # kerasrs.layers.op_layer installs fn(function, inputs) -> symbolic output
+
+# kerasrs.graph's active tracers: ``apply`` calls ``tracer.record(function, inputs, output)`` on
+# each after ``forward`` (the graph package adds and removes them; nothing else touches this).
+tracers = []
 
 
 def _convert_plain_inputs(arrays, be):

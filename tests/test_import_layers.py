@@ -18,7 +18,7 @@ LEVELS = {
     "autodiff": 1,
     "ops": 2, "testing": 2, "initializers": 2,
     "activations": 3, "random": 3, "constraints": 3, "regularizers": 3, "losses": 3,
-    "optimizers": 3,
+    "optimizers": 3, "graph": 3,
     "metrics": 4,  # metrics wrap loss functions (MeanMetricWrapper)
     "layers": 5, "callbacks": 5, "distribution": 5,
     "models": 6,
