@@ -15,11 +15,13 @@ from kerasrs.ops import core, layout, normalization, projection, reduction
 from kerasrs.ops import math as ops_math
 from kerasrs.ops import nn as ops_nn
 
-# fusion templates (see kerasrs.graph.fusion): operands {0}, {1}; functions resolved per target
+# Fusion templates (see kerasrs.graph.fusion): operands {0}, {1}; functions resolved per target.
+# Only correctly rounded IEEE operations (+ - * /, sqrt, abs, max/min, casts): a fused kernel then
+# gives NumPy's result bit for bit. exp, log and tanh are left out: NumPy's vectorized versions
+# and libm's differ in the last bit, and replay must give eager training's numbers.
 ELEMENTWISE_UNARY = {
-    "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})", "tanh": "tanh({0})",
-    "square": "{0} * {0}", "absolute": "absolute({0})", "reciprocal": "1 / {0}",
-    "rsqrt": "1 / sqrt({0})",
+    "sqrt": "sqrt({0})", "square": "{0} * {0}", "absolute": "absolute({0})",
+    "reciprocal": "1 / {0}",
 }
 
 
@@ -69,28 +71,27 @@ def _register_arithmetic():
 
 def _register_math():
     for name, f, df in _unary_ops():
-        _op(name, ops_math.Unary, select=_named(name),
-                    make=lambda attrs, data, n=name, f=f, df=df: ops_math.Unary(n, f, df),
-                    elementwise=ELEMENTWISE_UNARY.get(name))
+        _op(name, ops_math.Unary, select=_named(name), elementwise=ELEMENTWISE_UNARY.get(name),
+            make=lambda attrs, data, n=name, f=f, df=df: ops_math.Unary(n, f, df))
     _op("erf", ops_math.Erf)
     _op("cast", ops_math.Cast, attrs=("dtype",), elementwise="{0}", fresh=False,
-                make=lambda attrs, data: ops_math.Cast(
-                    backend_module.standardize_dtype(attrs["dtype"])))
+        make=lambda attrs, data: ops_math.Cast(backend_module.standardize_dtype(attrs["dtype"])))
     _op("where", ops_math.Where)
-    _op("maximum", ops_math._MaxMin, attrs=("is_max",), select=lambda fn: fn.is_max,
-                elementwise="maximum({0}, {1})")
-    _op("minimum", ops_math._MaxMin, attrs=("is_max",), select=lambda fn: not fn.is_max,
-                elementwise="minimum({0}, {1})")
+    _op("maximum", ops_math._MaxMin, select=lambda fn: fn.is_max,
+        make=lambda attrs, data: ops_math._MaxMin(True), elementwise="maximum({0}, {1})")
+    _op("minimum", ops_math._MaxMin, select=lambda fn: not fn.is_max,
+        make=lambda attrs, data: ops_math._MaxMin(False), elementwise="minimum({0}, {1})")
     _op("clip", ops_math.Clip, attrs=("lo", "hi"))
 
 
 def _register_layout_and_reductions():
     _op("sum", ops_math.Sum, attrs=("axis", "keepdims"))
     _op("mean", ops_math.Mean, attrs=("axis", "keepdims"))
-    _op("max", ops_math.MaxMinReduce, attrs=("axis", "keepdims", "is_max"),
-                select=lambda fn: fn.is_max)
-    _op("min", ops_math.MaxMinReduce, attrs=("axis", "keepdims", "is_max"),
-                select=lambda fn: not fn.is_max)
+    _op("max", ops_math.MaxMinReduce, attrs=("axis", "keepdims"), select=lambda fn: fn.is_max,
+        make=lambda attrs, data: ops_math.MaxMinReduce(attrs["axis"], attrs["keepdims"], True))
+    _op("min", ops_math.MaxMinReduce, attrs=("axis", "keepdims"),
+        select=lambda fn: not fn.is_max,
+        make=lambda attrs, data: ops_math.MaxMinReduce(attrs["axis"], attrs["keepdims"], False))
     _op("var", reduction.Var, attrs=("axis", "keepdims", "std"))
     _op("logsumexp", reduction.LogSumExp, attrs=("axis", "keepdims"))
     _op("prod", reduction.Prod, attrs=("axis", "keepdims"))
@@ -112,11 +113,9 @@ def _register_nn():
     _op("log_softmax", ops_nn.LogSoftmax, attrs=("axis",))
     _op("sigmoid_cross_entropy", ops_nn.SigmoidCrossEntropy)
     _op("softmax_cross_entropy", ops_nn.SoftmaxCrossEntropy)
-    _op("sparse_softmax_cross_entropy", ops_nn.SparseSoftmaxCrossEntropy,
-                data=("labels",))
+    _op("sparse_softmax_cross_entropy", ops_nn.SparseSoftmaxCrossEntropy, data=("labels",))
     _op("projection", projection._Projection, attrs=("n_in", "activation"))
-    _op("packed_projection", projection._PackedProjection,
-                attrs=("n", "n_in", "activation"))
+    _op("packed_projection", projection._PackedProjection, attrs=("n", "n_in", "activation"))
     _op("layer_norm", normalization.FusedLayerNorm, attrs=("param_shape", "epsilon"))
 
 

@@ -5,8 +5,8 @@ grid-stride loop over the flattened elements, launched with ``(in_0.., out_0.., 
 expressions are the same text as on the CPU: the preamble defines the functions the templates
 use (``maximum`` and ``minimum`` propagate NaN as NumPy's do) and ``float32(x)``/``float64(x)``
 as C casts. Only groups without broadcast inputs get a kernel here (the flat form). Nothing in
-this module imports CuPy: the backend compiles the source (phase 2); the tests compile it with
-NVRTC, which needs no GPU.
+this module imports CuPy: the backend compiles the source with `NVRTC_OPTIONS` (phase 2); the
+tests compile it with NVRTC, which needs no GPU.
 """
 
 import hashlib
@@ -14,6 +14,9 @@ import hashlib
 from kerasrs.graph import fusion
 
 C_TYPES = {"float32": "float", "float64": "double"}
+# No contraction of a * b + c into one fused multiply-add: NumPy rounds the product first, and
+# replay must give its numbers (NVRTC's defaults already keep division and sqrt IEEE-exact).
+NVRTC_OPTIONS = ("--fmad=false",)
 
 PREAMBLE = r"""
 #define float32(x) ((float)(x))

@@ -24,12 +24,15 @@ TEXT = "graph.txt"
 
 
 def parameter_path(name):
-    """The relative file of parameter ``name``: its ``/``-separated parts as folders, other
-    characters that could escape the folder (``.``, empty parts) percent-encoded."""
+    """The relative file of parameter ``name``: its ``/``-separated parts as folders, percent-
+    encoded (``%`` too, so distinct names get distinct files); a name with an empty part is one
+    encoded part, and a part ``.`` or ``..`` has its dots encoded (it cannot leave the folder)."""
     parts = name.split("/")
     if any(p == "" for p in parts):
         parts = [name]
-    return "parameters/" + "/".join(urllib.parse.quote(p, safe="-_") for p in parts) + ".npy"
+    parts = [urllib.parse.quote(p, safe="-_") for p in parts]
+    parts = [p.replace(".", "%2E") if p in (".", "..") else p for p in parts]
+    return "parameters/" + "/".join(parts) + ".npy"
 
 
 def save(graph, directory):

@@ -1,7 +1,8 @@
 """Fusing chains of elementwise ops into one generated kernel.
 
 An op is fusible when its registry entry has an ``elementwise`` template (``"{0} * {1}"``,
-``"sqrt({0})"``), its operands and result are float32/float64 (or Python scalars), nothing
+``"sqrt({0})"``; kerasrs's own templates are correctly rounded operations only, so fusing
+changes no bit of a result), its operands and result are float32/float64 (or Python scalars), nothing
 needs its `Function` instance (no ``vjp`` uses it: a fused op keeps no state) and its result has
 more than one element. `groups` collects such nodes into `Group`s: a node joins the groups of
 its operands (merging them) when it has their shape and no node outside a group used one of its
@@ -102,8 +103,8 @@ def _group(graph, ids, consumers, roots, types):
 
 
 # -- numba source ----------------------------------------------------------------------------------
-NUMBA_FUNCTIONS = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh,
-                   "absolute": np.absolute, "maximum": np.maximum, "minimum": np.minimum,
+NUMBA_FUNCTIONS = {"sqrt": np.sqrt, "absolute": np.absolute, "maximum": np.maximum,
+                   "minimum": np.minimum,
                    "float32": np.float32, "float64": np.float64, "inf": np.inf, "nan": np.nan}
 
 

@@ -55,12 +55,15 @@ def type_of(value):
 
 def value_key(value):
     """A hashable key equal for equal constants: bit-exact for arrays (so ``-0.0`` and ``0.0``
-    differ and a NaN equals itself), ``(type, repr)`` for Python scalars."""
+    differ) except that all NaNs are one NaN (the text writes ``nan``), ``(type, repr)`` for
+    Python scalars."""
     if value is None:
         return None
     if isinstance(value, (bool, int, float)):
         return type(value).__name__, repr(value)
     array = np.ascontiguousarray(value)
+    if (array.dtype.kind == "f" or array.dtype.name == "bfloat16") and np.isnan(array).any():
+        array = np.where(np.isnan(array), np.array(np.nan, array.dtype), array)
     return array.dtype.str, array.shape, array.tobytes()
 
 

@@ -177,7 +177,10 @@ def _parse_node(line, expected, arrays):
         raise ValueError("expected ' : <type>' after the node")
     type_text, _, site = rest[3:].partition("  # ")
     value = attrs.pop("value", None) if op == "constant" else None
-    return Node(op, inputs, attrs, parse_type(type_text.strip()), value, site or None)
+    node_type = parse_type(type_text.strip())
+    if isinstance(value, np.ndarray) and value.size == 0:  # nested lists lose empty axes
+        value = value.reshape(node_type.shape)
+    return Node(op, inputs, attrs, node_type, value, site or None)
 
 
 def _ref(text):
