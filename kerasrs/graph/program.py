@@ -139,7 +139,8 @@ class Program:
 
 
 class Plan:
-    """The steps for one shape signature (see the module docstring).
+    """The steps for one shape signature (see the module docstring). ``labels`` names each
+    step (its op, ``vjp of <op>`` or ``fused <n> ops``), for profiles.
 
     Args:
         graph: the graph.
@@ -274,17 +275,20 @@ class Plan:
         graph = self.graph
         members = {i: g for g in self.groups for i in g.members}
         drop = self._drops()
-        steps = []
+        steps, self.labels = [], []
         for i, node in enumerate(graph.nodes):
             group = members.get(i)
             if group is not None:
                 if i == group.members[-1]:
                     steps.append((self._fused_step(group), drop.get(i, ())))
+                    self.labels.append(f"fused {len(group.members)} ops")
                 continue
             make = _STEPS.get(node.op, Plan._op_step)
             step = make(self, i, node)
             if step is not None:
                 steps.append((step, drop.get(i, ())))
+                self.labels.append(node.op if node.op != "vjp" else
+                                   f"vjp of {graph.nodes[node.inputs[0]].op}")
         return steps
 
     def _drops(self):
