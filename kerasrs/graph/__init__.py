@@ -11,8 +11,9 @@ nodes to use) and ops named by the registry (`register_op`). In five steps::
     program = kerasrs.graph.compile(g)                    # fused kernels, planned buffers
     program(x=x_batch, y=y_batch)                         # {"loss": Tensor}; updates applied
 
-(`compile` does the second and third steps itself.) Inside ``step``, `grad`, `assign` and
-`already_computed` add gradient, update and assertion nodes; `trace_train_step` builds a whole
+(`compile` does the second and third steps itself.) Inside ``step``, `grad`, `assign`,
+`constant` (an array or a ``.npy`` file) and `already_computed` add gradient, update, constant
+and assertion nodes; `trace_train_step` builds a whole
 training step for a model, an optimizer and a loss.
 """
 
@@ -24,5 +25,6 @@ from kerasrs.graph.passes import (cse, fold_constants, optimize, remove_dead,  #
 from kerasrs.graph.program import Program, compile  # noqa: F401,A004
 from kerasrs.graph.registry import OpDef, register_op  # noqa: F401
 from kerasrs.graph.text import parse  # noqa: F401
-from kerasrs.graph.tracing import TraceError, already_computed, assign, grad, trace  # noqa: F401
+from kerasrs.graph.tracing import (TraceError, already_computed, assign, constant,  # noqa: F401
+                                   grad, trace)
 from kerasrs.graph.train_step import trace_train_step  # noqa: F401

@@ -22,7 +22,7 @@ import numpy as np
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Tensor, no_grad, sum_to
 from kerasrs.graph import fusion, registry
-from kerasrs.graph.ir import type_of
+from kerasrs.graph.ir import STRUCTURAL, type_of
 
 END = float("inf")  # the position of reads after the last step (outputs, updates)
 
@@ -174,7 +174,7 @@ class Plan:
         graph, types = self.graph, self.types
         candidates = set()
         for i, node in enumerate(graph.nodes):
-            if node.op in registry_free_kinds():
+            if node.op in STRUCTURAL:
                 continue
             definition = registry.get(node.op)
             if fusion.fusible(i, node, types, definition, i in self.vjps):
@@ -398,8 +398,21 @@ class Plan:
         return step
 
     # -- running -----------------------------------------------------------------------------
-    def run(self, feeds, bindings, apply_updates=True):
+    def run(self, feeds, bindings):
         """One step: returns ``{output name: Tensor}`` and applies the updates."""
+        values = self.execute(feeds, bindings)
+        outputs = {}
+        for name, j in self.graph.outputs.items():
+            value = values[j]
+            if self.copy_outputs[name] and hasattr(value, "copy"):
+                value = value.copy()
+            outputs[name] = _tensor(value)
+        self._apply_updates(values, bindings)
+        return outputs
+
+    def execute(self, feeds, bindings):
+        """Run the steps; returns the list of node values (dropped ones are None). Changes
+        no variable, except through in-place fused updates (`run` applies the others)."""
         graph = self.graph
         values = list(self.template)
         for name, i in graph.input_ids().items():
@@ -412,16 +425,7 @@ class Plan:
                 step(values, fns)
                 for j in drop:
                     values[j] = None
-        outputs = {}
-        for name, j in graph.outputs.items():
-            value = values[j]
-            if self.copy_outputs[name] and hasattr(value, "copy"):
-                value = value.copy()
-            outputs[name] = _tensor(value)
-        if apply_updates:
-            self._apply_updates(values, bindings)
-        self.last_values = values if self.types is None else None
-        return outputs
+        return values
 
     def _apply_updates(self, values, bindings):
         params = self.graph.parameter_ids()
@@ -436,9 +440,9 @@ class Plan:
             bindings[name].data[...] = array
 
     def types_for(self, feeds, bindings):
-        """The type of every node for these feeds, from one run that changes no variable."""
-        self.run(feeds, bindings, apply_updates=False)
-        values, self.last_values = self.last_values, None
+        """The type of every node for these feeds, from one unfused run that changes no
+        variable (this plan must have been made without types: it drops no value)."""
+        values = self.execute(feeds, bindings)
         return [tuple(None if g is None else type_of(g) for g in v) if isinstance(v, tuple)
                 else type_of(v) for v in values]
 
@@ -455,10 +459,6 @@ class Plan:
 
 _STEPS = {"vjp": Plan._vjp_step, "pick": Plan._pick_step, "input": Plan._leaf_step,
           "parameter": Plan._leaf_step, "constant": Plan._leaf_step}
-
-
-def registry_free_kinds():
-    return ("input", "parameter", "constant", "vjp", "pick", "gradient", "assert_computed")
 
 
 def _wrap(value):

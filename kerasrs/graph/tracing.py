@@ -127,6 +127,23 @@ def assign(variable, value):
     tracer.updates[tracer.builder.nodes[param].name] = node
 
 
+def constant(value):
+    """A constant: an array-like, or the path of a ``.npy`` file (read now). Inside `trace` it
+    is a ``constant`` node of the graph; outside, a Tensor.
+
+    Raises:
+        FileNotFoundError: for a missing file.
+    """
+    if isinstance(value, (str, os.PathLike)):
+        value = np.load(value, allow_pickle=False)
+    tensor = convert_to_tensor(value)
+    tracer = _current(None)
+    if tracer is None:
+        return tensor
+    tensor = Tensor(tensor.data, backend=tensor.backend)
+    return tracer.bind(tensor, tracer._constant(tensor.data))
+
+
 def already_computed(x, name=None):
     """Inside `trace`: ``x``, marked as a value the graph computes anyway (CSE then removes the
     mark; a run of a graph that still has it raises, naming ``name``). Outside: ``x``."""

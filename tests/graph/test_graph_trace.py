@@ -174,3 +174,16 @@ def test_loading_a_graph_with_an_unregistered_op_names_it(tmp_path):
     loaded = graph.load(tmp_path / "g")
     with pytest.raises(KeyError, match="unknown op 'nowhere.op'"):
         graph.compile(loaded)(x=np.ones(2, "float32"))
+
+
+def test_a_npy_file_becomes_a_constant_node(tmp_path):
+    np.save(tmp_path / "table.npy", np.arange(6.0).reshape(2, 3))
+
+    def f(x):
+        return {"y": x @ graph.constant(tmp_path / "table.npy")}
+
+    traced = graph.trace(f, x=np.ones((1, 2)))
+    table = next(n for n in traced.nodes if n.op == "constant")
+    np.testing.assert_array_equal(table.value, np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(traced.run(x=np.ones((1, 2)))["y"].numpy(), [[3.0, 5.0, 7.0]])
+    assert graph.constant([1.0, 2.0]).shape == (2,)  # outside a trace: a Tensor
