@@ -24,7 +24,6 @@ import statistics
 import time
 
 import common  # noqa: F401  (2 BLAS threads, set before NumPy loads)
-import numpy as np
 
 import kerasrs
 from kerasrs import graph, layers, losses, optimizers
@@ -116,8 +115,9 @@ def main():
         for name, ms in times.items():
             print(f"  {name:7s} {statistics.median(ms):7.3f} ms/step (best {min(ms):.3f})")
         for name in ("fit", "tape"):
-            print(f"  {name} / replay: median {statistics.median(times[name]) / statistics.median(times['replay']):.2f}, "
-                  f"best {min(times[name]) / min(times['replay']):.2f}")
+            median = statistics.median(times[name]) / statistics.median(times["replay"])
+            best = min(times[name]) / min(times["replay"])
+            print(f"  {name} / replay: median {median:.2f}, best {best:.2f}")
         if args.profile:
             parts = profile(program, batches)
             total = sum(parts.values())

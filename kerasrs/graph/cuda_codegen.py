@@ -23,8 +23,10 @@ PREAMBLE = r"""
 #define float64(x) ((double)(x))
 #define inf __longlong_as_double(0x7ff0000000000000LL)
 #define nan __longlong_as_double(0x7ff8000000000000LL)
-template <class T> __device__ __forceinline__ T maximum(T a, T b) { return (a > b || a != a) ? a : b; }
-template <class T> __device__ __forceinline__ T minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+template <class T> __device__ __forceinline__ T maximum(T a, T b)
+{ return (a > b || a != a) ? a : b; }
+template <class T> __device__ __forceinline__ T minimum(T a, T b)
+{ return (a < b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T absolute(T a) { return fabs(a); }
 """
 

@@ -2,11 +2,12 @@
 
 An op is fusible when its registry entry has an ``elementwise`` template (``"{0} * {1}"``,
 ``"sqrt({0})"``; kerasrs's own templates are correctly rounded operations only, so fusing
-changes no bit of a result), its operands and result are float32/float64 (or Python scalars), nothing
-needs its `Function` instance (no ``vjp`` uses it: a fused op keeps no state) and its result has
-more than one element. `groups` collects such nodes into `Group`s: a node joins the groups of
-its operands (merging them) when it has their shape and no node outside a group used one of its
-members before it (so the group can run as one step, at its last member's position).
+changes no bit of a result), its operands and result are float32/float64 (or Python scalars),
+nothing needs its `Function` instance (no ``vjp`` uses it: a fused op keeps no state) and its
+result has more than one element. `groups` collects such nodes into `Group`s: a node joins the
+groups of its operands (merging them) when it has their shape and no node outside a group used
+one of its members before it (so the group can run as one step, at its last member's
+position).
 
 `numba_source` writes a group as a Python function that numba compiles (lazily, on the first
 run, cached by source text): one loop over the elements that reads the inputs, evaluates the

@@ -96,7 +96,8 @@ def sgd_update(optimizer, variables, grads):
     """Record `SGD`'s step (`Backend.sgd_update`'s rule, Keras 3's)::
 
         momentum == 0:  w = w - lr * g
-        momentum > 0:   v = momentum * v - lr * g;  w = w + v   (nesterov: w + momentum * v - lr * g)
+        momentum > 0:   v = momentum * v - lr * g;  w = w + v
+                        (nesterov: w = w + momentum * v - lr * g)
     """
     for w, g in zip(variables, grads):
         step = _learning_rate(optimizer, w.dtype) * g

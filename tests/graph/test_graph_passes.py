@@ -87,15 +87,15 @@ def test_simplify_keeps_other_constants_and_the_constant_side_of_subtract():
 
 
 def test_simplify_keeps_a_neutral_constant_that_changes_the_type():
-    """``x * 1.0`` for integer x is a float result; ``x + zeros(2, 3)`` broadcasts x."""
+    """``x * 1.0`` for integer x is a float result; ``x + zeros(1, 3)`` broadcasts x."""
     for before in (g("""
             %0 = input {name='x'} : int64[3]
             %1 = constant {value=1.0} : float64[]
             %2 = multiply(%0, %1) : float32[3]"""),
                    g(f"""
             {X}
-            %1 = constant {{value=array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], 'float32')}} : float32[2,3]
-            %2 = add(%0, %1) : float32[2,3]""")):
+            %1 = constant {{value=array([[0.0, 0.0, 0.0]], 'float32')}} : float32[1,3]
+            %2 = add(%0, %1) : float32[1,3]""")):
         assert graph.simplify(before) == before
 
 

@@ -115,7 +115,8 @@ def test_a_parameter_update_is_written_into_the_variables_own_memory():
 def test_no_in_place_update_while_the_old_value_is_still_read():
     """The output reads the old w after the update's group: the group writes a buffer and the
     variable is assigned at the end."""
-    text = UPDATE + "%5 = exp(%4) : float32[50,20]\n%6 = sum(%1) {axis=None, keepdims=False} : float32[]"
+    text = UPDATE + "%5 = exp(%4) : float32[50,20]\n" \
+        "%6 = sum(%1) {axis=None, keepdims=False} : float32[]"
     graph_, w = _bound(text, "update 'w' = %4\n output 'old_sum' = %6\n output 'e' = %5")
     program = graph.compile(graph_, optimize=False)
     g_ = rng.normal(size=(50, 20)).astype("float32")

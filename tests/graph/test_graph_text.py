@@ -152,7 +152,7 @@ def random_graphs(draw):
     return b.graph(outputs, updates)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graphs())
 def test_parse_of_str_gives_back_an_equal_graph(g):
     text = str(g)
