@@ -1,7 +1,7 @@
 """Replayed training step (kerasrs.graph) against eager kerasrs, for a Dense MLP.
 
 The model is the benchmarks' MLP (784-512-512-10, relu, Adam, sparse cross-entropy from
-logits, float32) on Fashion-MNIST batches. Three ways to run one training step, timed in
+logits, float32; ``--units`` changes the hidden width) on Fashion-MNIST batches. Three ways to run one training step, timed in
 alternating rounds in one process (the machine is shared and noisy: only ratios of interleaved
 rounds mean anything; every kernel is compiled before the first round):
 
@@ -12,7 +12,7 @@ rounds mean anything; every kernel is compiled before the first round):
 
 Usage:
     .venv/bin/python benchmarks/graph_replay.py [--batches 32 128] [--rounds 5] [--steps 40]
-        [--profile]
+        [--units 512] [--profile]
 
 Prints milliseconds per step (median of rounds and the best round), the ratios eager / replay,
 and with ``--profile`` where one replayed step spends its time (per step kind, summed).
@@ -29,18 +29,18 @@ import kerasrs
 from kerasrs import graph, layers, losses, optimizers
 
 
-def mlp(seed):
+def mlp(seed, units):
     kerasrs.utils.set_random_seed(seed)
-    return kerasrs.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"),
-                               layers.Dense(512, activation="relu"), layers.Dense(10)])
+    return kerasrs.Sequential([layers.Input((784,)), layers.Dense(units, activation="relu"),
+                               layers.Dense(units, activation="relu"), layers.Dense(10)])
 
 
-def runners(x, y, batch):
+def runners(x, y, batch, units):
     loss = losses.SparseCategoricalCrossentropy(from_logits=True)
-    fit_model = mlp(0)
+    fit_model = mlp(0, units)
     fit_model.compile(optimizers.Adam(1e-3), loss)
-    tape_model, tape_opt = mlp(0), optimizers.Adam(1e-3)
-    replay_model, replay_opt = mlp(0), optimizers.Adam(1e-3)
+    tape_model, tape_opt = mlp(0, units), optimizers.Adam(1e-3)
+    replay_model, replay_opt = mlp(0, units), optimizers.Adam(1e-3)
     program = graph.compile(graph.trace_train_step(replay_model, replay_opt, loss,
                                                    (x[:batch], y[:batch])))
     steps = len(x) // batch
@@ -97,11 +97,14 @@ def main():
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 128])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=40, help="steps per round")
+    parser.add_argument("--units", type=int, default=512,
+                        help="hidden width (512: the benchmarks' MLP; 64 shows the per-op "
+                             "overhead that replay removes)")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     for batch in args.batches:
         x, y = common.fashion_mnist(args.steps * batch)
-        run, program, batches, steps = runners(x, y, batch)
+        run, program, batches, steps = runners(x, y, batch, args.units)
         for fn in run.values():  # warm up: compile kernels, build optimizers, fill pools
             fn()
         times = {name: [] for name in run}
@@ -110,8 +113,8 @@ def main():
                 start = time.perf_counter()
                 fn()
                 times[name].append((time.perf_counter() - start) / steps * 1e3)
-        print(f"MLP 784-512-512-10, Adam, float32, batch {batch} ({steps} steps per round, "
-              f"{args.rounds} rounds):")
+        print(f"MLP 784-{args.units}-{args.units}-10, Adam, float32, batch {batch} ({steps} "
+              f"steps per round, {args.rounds} rounds):")
         for name, ms in times.items():
             print(f"  {name:7s} {statistics.median(ms):7.3f} ms/step (best {min(ms):.3f})")
         for name in ("fit", "tape"):

@@ -158,19 +158,34 @@ def classify_inputs(graph, group, types):
     return kinds
 
 
-def numba_source(graph, group, types, name="fused"):
+def numba_source(graph, group, types, name="fused", in_place=None):
     """Python source of the group's kernel ``name(in_0.., out_0.., start, stop)``.
 
-    The flat form loops over ``range(start, stop)`` of flattened arrays; the nd form over
-    ``start:stop`` of the first axis and all of the others (inputs given broadcast to the
-    group's shape). Scalar inputs come as one-element 1-d arrays.
+    Args:
+        graph, group, types: the group and the node types of this shape signature.
+        name: the function's name.
+        in_place: ``{output position: input position}`` for outputs written into the memory
+            of one of the group's (full) inputs: no ``out_`` argument is made for them. Fewer
+            distinct arrays let LLVM vectorize the loop (its aliasing checks give up on many:
+            an Adam step with three in-place outputs ran 4x faster written this way).
+
+    The arrays are sliced to ``start:stop`` first and the loop counts from 0 (LLVM vectorizes
+    that form); the flat form works on flattened arrays, the nd form slices the first axis and
+    loops over all others (inputs given broadcast to the group's shape). Scalar inputs come as
+    one-element 1-d arrays and are read once.
+
+    Returns:
+        ``(source, kinds)``: the text and `classify_inputs`'s kinds.
     """
+    in_place = in_place or {}
     kinds = classify_inputs(graph, group, types)
     flat = "broadcast" not in kinds
     rank = len(group.shape)
     index = "i" if flat else ", ".join(f"i{k}" for k in range(rank))
     arrays = [f"in_{k}" for k, kind in enumerate(kinds) if kind != "weak"]
-    outs = [f"out_{k}" for k in range(len(group.outputs))]
+    outs = [f"out_{k}" for k in range(len(group.outputs)) if k not in in_place]
+    targets = [f"in_{in_place[k]}" if k in in_place else f"out_{k}"
+               for k in range(len(group.outputs))]
     lines = [f"def {name}({', '.join(arrays + outs + ['start', 'stop'])}):"]
     spelled = {}
     for k, (j, kind) in enumerate(zip(group.inputs, kinds)):
@@ -180,24 +195,22 @@ def numba_source(graph, group, types, name="fused"):
             lines.append(f"    a{k} = in_{k}[0]")
             spelled[j] = f"a{k}"
         else:
+            lines.append(f"    in_{k} = in_{k}[start:stop]")
             spelled[j] = f"a{k}"
-    body, depth = [], 1
+    lines += [f"    {out} = {out}[start:stop]" for out in outs]
     if flat:
-        lines.append("    for i in range(start, stop):")
-        depth = 2
+        lines.append("    for i in range(stop - start):")
     else:
-        lines.append("    for i0 in range(start, stop):")
+        lines.append("    for i0 in range(stop - start):")
         for k in range(1, rank):
-            lines.append("    " * (k + 1) + f"for i{k} in range(out_0.shape[{k}]):")
-        depth = rank + 1
-    for k, (j, kind) in enumerate(zip(group.inputs, kinds)):
-        if kind in ("full", "broadcast"):
-            body.append(f"a{k} = in_{k}[{index}]")
+            lines.append("    " * (k + 1) + f"for i{k} in range({targets[0]}.shape[{k}]):")
+    body = [f"a{k} = in_{k}[{index}]" for k, kind in enumerate(kinds)
+            if kind in ("full", "broadcast")]
     for i, expression in member_expressions(graph, group, types, spelled.__getitem__,
                                             lambda dtype, text: f"{dtype}({text})"):
         body.append(f"t{i} = {expression}")
-    for k, i in enumerate(group.outputs):
-        body.append(f"out_{k}[{index}] = t{i}")
+    body += [f"{target}[{index}] = t{i}" for target, i in zip(targets, group.outputs)]
+    depth = 2 if flat else rank + 1
     lines += ["    " * depth + line for line in body]
     return "\n".join(lines) + "\n", kinds
 

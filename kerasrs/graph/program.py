@@ -363,17 +363,24 @@ class Plan:
         return None
 
     def _fused_step(self, group):
-        source, kinds = fusion.numba_source(self.graph, group, self.types)
+        params = self.graph.parameter_ids()
+        writers, in_place = [], {}
+        for k, i in enumerate(group.outputs):
+            where, array = self.storage[i]
+            param = params[array] if where == "param" else None
+            if param in group.inputs:  # written through the input's own array argument
+                in_place[k] = group.inputs.index(param)
+            else:
+                writers.append((i, where, array, param, self.types[i].dtype))
+        source, kinds = fusion.numba_source(self.graph, group, self.types, in_place=in_place)
         kernel = fusion.numba_kernel(source)
         flat = "broadcast" not in kinds
         shape = group.shape
-        size = int(np.prod(shape))
-        count = size if flat else shape[0]
-        work = max(1, len(group.members) * (1 if flat else size // max(shape[0], 1)))
-        params = self.graph.parameter_ids()
+        count = int(np.prod(shape)) if flat else shape[0]
+        work = max(1, len(group.members) * int(np.prod(shape[1:] if not flat else ())))
         readers = [(j, kind, self.types[j].dtype) for j, kind in zip(group.inputs, kinds)
                    if kind != "weak"]
-        writers = [(i, self.storage[i], self.types[i].dtype) for i in group.outputs]
+        done = [(group.outputs[k], group.inputs[m]) for k, m in in_place.items()]
         from kerasrs.backend import cpu_threads
 
         def step(values, fns):
@@ -386,13 +393,15 @@ class Plan:
                     args.append(a.reshape(-1))
                 else:
                     args.append(np.broadcast_to(a, shape))
-            for i, (where, array), dtype in writers:
+            for i, where, array, param, dtype in writers:
                 if where == "param":
-                    array = values[params[array]]
+                    array = values[param]
                 elif where == "fresh":
                     array = np.empty(shape, dtype)
                 values[i] = array
                 args.append(array.reshape(-1) if flat else array)
+            for i, j in done:
+                values[i] = values[j]
             cpu_threads.split(kernel, count, *args, work_per_item=work)
 
         return step

@@ -59,7 +59,10 @@ def test_the_generated_numba_source_reads_then_computes_then_writes():
     assert kinds == ["full", "full", "weak"]
     assert source.splitlines() == [
         "def fused(in_0, in_1, out_0, start, stop):",
-        "    for i in range(start, stop):",
+        "    in_0 = in_0[start:stop]",
+        "    in_1 = in_1[start:stop]",
+        "    out_0 = out_0[start:stop]",
+        "    for i in range(stop - start):",
         "        a0 = in_0[i]",
         "        a1 = in_1[i]",
         "        t3 = float32(float32(a0) * float32(a1))",
@@ -71,7 +74,7 @@ def test_the_generated_numba_source_reads_then_computes_then_writes():
     ]
     broadcast, kinds = fusion.numba_source(CHAIN, plan.groups[1], plan.types)
     assert kinds == ["full", "broadcast"]
-    assert "    for i0 in range(start, stop):" in broadcast
+    assert "    for i0 in range(stop - start):" in broadcast
     assert "            a1 = in_1[i0, i1]" in broadcast
 
 
@@ -107,8 +110,14 @@ def test_a_parameter_update_is_written_into_the_variables_own_memory():
     g_ = rng.normal(size=(50, 20)).astype("float32")
     before, memory = w.numpy().copy(), w.data
     program(g=g_)
-    assert "%4->param w" in program.plan_for(g=g_).describe()
+    plan = program.plan_for(g=g_)
+    assert "%4->param w" in plan.describe()
     assert w.data is memory
+    group = plan.groups[0]
+    assert group.inputs == [2, 0, 1]  # the constant 0.1, g, w
+    source, _ = fusion.numba_source(graph_, group, plan.types, in_place={0: 2})
+    assert source.splitlines()[0] == "def fused(in_1, in_2, start, stop):"  # no out_0
+    assert source.splitlines()[-1] == "        in_2[i] = t4"
     np.testing.assert_array_equal(w.numpy(), before - np.float32(0.1) * g_)
 
 
