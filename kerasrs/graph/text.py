@@ -190,11 +190,12 @@ def _ref(text):
     return int(text[1:])
 
 
-def _closing(line, start, opening, closing):
-    """The index of the bracket closing the one at ``start`` (skipping quoted strings)."""
-    depth, quote, i = 0, None, start
-    while i < len(line):
-        c = line[i]
+def _outside_quotes(text, start=0):
+    """``(index, char)`` for each character of ``text`` from ``start`` that is not inside a
+    quoted string (the quotes themselves are skipped too)."""
+    quote, i = None, start
+    while i < len(text):
+        c = text[i]
         if quote:
             if c == "\\":
                 i += 1
@@ -202,13 +203,21 @@ def _closing(line, start, opening, closing):
                 quote = None
         elif c in "'\"":
             quote = c
-        elif c == opening:
+        else:
+            yield i, c
+        i += 1
+
+
+def _closing(line, start, opening, closing):
+    """The index of the bracket closing the one at ``start`` (skipping quoted strings)."""
+    depth = 0
+    for i, c in _outside_quotes(line, start):
+        if c == opening:
             depth += 1
         elif c == closing:
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
     raise ValueError(f"unclosed {opening!r}")
 
 
@@ -227,11 +236,31 @@ def parse_type(text):
 
 
 def parse_attrs(text, arrays=None):
-    """``key=value, ...`` -> dict (values as `format_value` writes them)."""
-    call = ast.parse(f"f({text})", mode="eval").body
-    if call.args:
-        raise ValueError("attributes must be key=value pairs")
-    return {kw.arg: parse_value(kw.value, arrays or {}) for kw in call.keywords}
+    """``key=value, ...`` -> dict (values as `format_value` writes them; a key is any
+    identifier, Python keywords included)."""
+    attrs = {}
+    for item in _top_level_items(text):
+        key, equals, value = item.partition("=")
+        key = key.strip()
+        if not equals or not key.isidentifier():
+            raise ValueError(f"attributes must be key=value pairs, got {item.strip()!r}")
+        attrs[key] = parse_value(ast.parse(value.strip(), mode="eval").body, arrays or {})
+    return attrs
+
+
+def _top_level_items(text):
+    """``text`` split at the commas outside brackets and quoted strings."""
+    items, depth, start = [], 0, 0
+    for i, c in _outside_quotes(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    last = text[start:]
+    return items + [last] if last.strip() else items
 
 
 _NAMES = {"inf": math.inf, "nan": math.nan, "None": None, "True": True, "False": False}

@@ -136,7 +136,8 @@ def random_graphs(draw):
         else:
             inputs = draw(st.lists(st.integers(0, i - 1), min_size=1, max_size=3))
             attrs = draw(st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
-                                         .filter(lambda k: k not in ("value",)),
+                                         .filter(lambda k: k != "value") | st.sampled_from(
+                                             ["as", "if", "lambda", "None"]),
                                          attr_values, max_size=3))
             if kind == "op":
                 op = draw(st.sampled_from(["add", "matmul", "my_pkg.op", "sum", "pick",
