@@ -231,8 +231,9 @@ class Tracer:
                                  f"cannot write as text; list it in `data` if it is an array "
                                  f"input. At {site}")
         ids = [self.node_of(x, definition.name, i) for i, x in enumerate(inputs)]
-        ids += [self.node_of(a, definition.name, f"data {i}")
-                for i, a in enumerate(definition.data_of(fn))]
+        data = definition.data_of(fn)
+        names = definition.data or (None,) * len(data)  # getitem's index arrays: no names
+        ids += [self.data_node(a, definition.name, name) for a, name in zip(data, names)]
         node = self.builder.add(definition.name, ids, attrs, type_of(out.data), site=site)
         self.bind(out, node)
 
@@ -256,6 +257,17 @@ class Tracer:
             node = self._view_of(x)
             return node if node is not None else self._constant(x)
         return self._constant(convert_to_tensor(x).data)
+
+    def data_node(self, array, op, name):
+        """The node of an op's data array (its labels, indices): a view of a known value, or a
+        constant, baked in with a warning when it is a named data attribute (labels change
+        from batch to batch; getitem's index arrays are usually constants: no warning)."""
+        node = self._view_of(array) if hasattr(array, "dtype") else None
+        if node is None and name is not None:
+            self.captured.append(f"data {name!r} of {op!r}, shape {tuple(np.shape(array))} "
+                                 f"(not a view of an input: convert it, e.g. labels to int64, "
+                                 f"before the traced function) at {_site()}")
+        return node if node is not None else self._constant(array)
 
     def _constant(self, array):
         from kerasrs.backend import convert_to_numpy

@@ -187,3 +187,12 @@ def test_a_npy_file_becomes_a_constant_node(tmp_path):
     np.testing.assert_array_equal(table.value, np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(traced.run(x=np.ones((1, 2)))["y"].numpy(), [[3.0, 5.0, 7.0]])
     assert graph.constant([1.0, 2.0]).shape == (2,)  # outside a trace: a Tensor
+
+
+def test_labels_that_are_no_view_of_an_input_are_baked_in_with_a_warning():
+    """uint8 labels are copied to int64 inside the loss: the copy is no input's memory."""
+    def f(x, labels):
+        return ops.sparse_categorical_crossentropy(labels, x, from_logits=True)
+
+    with pytest.warns(UserWarning, match="data 'labels' of 'sparse_softmax_cross_entropy'"):
+        graph.trace(f, x=np.zeros((4, 3), "float32"), labels=np.zeros(4, "uint8"))
