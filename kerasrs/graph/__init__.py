@@ -18,6 +18,7 @@ and a loss. `register_op` makes a `Function` subclass of another package traceab
 differentiable and serializable.
 """
 
+from kerasrs.graph import builtin_ops, files, ir, program, text
 from kerasrs.graph.backward import differentiate  # noqa: F401
 from kerasrs.graph.files import load  # noqa: F401
 from kerasrs.graph.ir import Builder, Graph, Node, TensorType  # noqa: F401
@@ -29,3 +30,10 @@ from kerasrs.graph.text import parse  # noqa: F401
 from kerasrs.graph.tracing import (TraceError, already_computed, assign, constant,  # noqa: F401
                                    grad, trace)
 from kerasrs.graph.train_step import trace_train_step  # noqa: F401
+
+
+builtin_ops.register_all()
+# Graph's conveniences live where their machinery is (`ir` may not import those modules):
+ir.Graph.__str__ = text.format_graph
+ir.Graph.save = files.save
+ir.Graph.run = program.run

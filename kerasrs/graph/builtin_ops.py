@@ -46,7 +46,7 @@ class ZerosLike(Function):
 
 
 def register_all():
-    """Register every builtin op (called once, on the first registry lookup)."""
+    """Register every builtin op (``kerasrs.graph``'s ``__init__`` calls it once)."""
     _register_arithmetic()
     _register_math()
     _register_layout_and_reductions()

@@ -22,6 +22,8 @@ import dataclasses
 
 import numpy as np
 
+from kerasrs.graph import registry
+
 FLOATS = ("float32", "float64")
 
 
@@ -127,8 +129,6 @@ def member_expressions(graph, group, types, operand, cast):
     Every operand is converted to the member's dtype first (the dtype NumPy computed in) and
     the result again (a template like ``1 / {0}`` may widen).
     """
-    from kerasrs.graph import registry
-
     names = {}
     result = []
     for i in group.members:

@@ -23,6 +23,8 @@ import dataclasses
 
 import numpy as np
 
+from kerasrs.graph import registry
+
 LEAVES = ("input", "parameter", "constant")
 STRUCTURAL = LEAVES + ("gradient", "assert_computed", "vjp", "pick")
 
@@ -113,7 +115,11 @@ class Graph:
     ``updates`` (parameter name -> id of its new value). ``bindings`` (parameter name ->
     `Variable`) is the state a run reads and writes; it is not part of equality.
 
-    ``str(graph)`` is the text form (`kerasrs.graph.text`); `save` writes it with every array.
+    Three conveniences come from the modules that build on this one (``kerasrs.graph``'s
+    ``__init__`` installs them; this module may not import them): ``str(graph)`` is the text
+    form (`kerasrs.graph.text.format_graph`), ``graph.save(directory)`` writes it with every
+    array (`kerasrs.graph.files.save`) and ``graph.run(**feeds)`` runs it once, unfused
+    (`kerasrs.graph.program.run`).
     """
 
     def __init__(self, nodes, outputs, updates=None, bindings=None):
@@ -148,7 +154,7 @@ class Graph:
         """This graph with more parameter bindings (``{name: Variable}``)."""
         return Graph(self.nodes, self.outputs, self.updates, {**self.bindings, **bindings})
 
-    # -- equality, text, files -------------------------------------------------------------------
+    # -- equality ----------------------------------------------------------------------------------
     def __eq__(self, other):
         return isinstance(other, Graph) and self.nodes == other.nodes and \
             list(self.outputs.items()) == list(other.outputs.items()) and \
@@ -159,27 +165,10 @@ class Graph:
     def __len__(self):
         return len(self.nodes)
 
-    def __str__(self):
-        from kerasrs.graph import text
-
-        return text.format_graph(self)
-
     def __repr__(self):
         return f"<Graph {len(self.nodes)} nodes, outputs {list(self.outputs)}, " \
                f"updates {list(self.updates)}>"
 
-    def save(self, directory):
-        """Write ``graph.txt`` and every array as ``.npy`` (see `kerasrs.graph.files.save`)."""
-        from kerasrs.graph import files
-
-        files.save(self, directory)
-
-    def run(self, **feeds):
-        """Run once, unfused (the reference executor): ``{output name: array}``; applies the
-        updates to the bound variables. See `kerasrs.graph.program.compile`."""
-        from kerasrs.graph import program
-
-        return program.compile(self, fuse=False, optimize=False)(**feeds)
 
 
 def _check(graph):
@@ -237,9 +226,4 @@ class Builder:
 
 
 def _mergeable(node):
-    if node.op in ("parameter", "input", "constant", "vjp", "pick", "gradient",
-                   "assert_computed"):
-        return True
-    from kerasrs.graph import registry
-
-    return registry.get(node.op).pure
+    return node.op in STRUCTURAL or registry.get(node.op).pure

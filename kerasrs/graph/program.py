@@ -21,7 +21,7 @@ import numpy as np
 
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Tensor, no_grad, sum_to
-from kerasrs.graph import fusion, registry
+from kerasrs.graph import backward, fusion, passes, registry
 from kerasrs.graph.ir import STRUCTURAL, type_of
 
 END = float("inf")  # the position of reads after the last step (outputs, updates)
@@ -44,13 +44,20 @@ def compile(graph, fuse=True, optimize=True):  # noqa: A001  (Keras's name for i
         RuntimeError: if an ``assert_computed`` node is left (it names the node).
         ValueError: if a parameter has no bound variable.
     """
-    from kerasrs.graph import backward, passes
-
     if any(n.op == "gradient" for n in graph.nodes):
         graph = backward.differentiate(graph)
     if optimize:
         graph = passes.optimize(graph)
     return Program(graph, fuse)
+
+
+def run(graph, **feeds):
+    """Run ``graph`` once, unfused and as it is (the reference executor; ``graph.run``).
+
+    Returns:
+        ``{output name: Tensor}``; the updates are applied to the bound variables.
+    """
+    return compile(graph, fuse=False, optimize=False)(**feeds)
 
 
 class Program:

@@ -157,7 +157,6 @@ def get(name):
     Raises:
         KeyError: naming the op, if it is not registered.
     """
-    _load_builtins()
     try:
         return _OPS[name]
     except KeyError:
@@ -168,7 +167,6 @@ def get(name):
 
 def lookup(fn):
     """The `OpDef` of a traced Function instance, or None if its class is not registered."""
-    _load_builtins()
     definitions = _BY_CLASS.get(type(fn))
     if not definitions:
         return None
@@ -179,16 +177,4 @@ def lookup(fn):
 
 def names():
     """All registered op names, sorted."""
-    _load_builtins()
     return sorted(_OPS)
-
-
-def _load_builtins():
-    if not _LOADED:
-        _LOADED.append(True)
-        from kerasrs.graph import builtin_ops
-
-        builtin_ops.register_all()
-
-
-_LOADED = []
