@@ -16,6 +16,10 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"),
 _PRELUDE = textwrap.dedent("""
     import ctypes, os, sys, threading, warnings
     import numpy as np
+    try:  # numba's CPU target loads scipy.linalg's BLAS when SciPy is installed, and SciPy's own
+        import scipy.linalg  # OpenBLAS starts its thread pool then: the environment's, not ours
+    except ImportError:
+        pass
 
     def n_tasks():
         return len(os.listdir("/proc/self/task"))

@@ -12,7 +12,7 @@ import numpy as np
 
 from kerasrs import autodiff
 from kerasrs import backend as backend_module
-from kerasrs.models import data_adapter
+from kerasrs.trainers import data_adapter, epoch_iterator
 
 
 def check_array_data(model, method, x, y=None, sample_weight=None, class_weight=None,
@@ -20,8 +20,6 @@ def check_array_data(model, method, x, y=None, sample_weight=None, class_weight=
     """`check_data` for array data, called once by fit/evaluate (predict: only ragged lists
     and complex numbers). Generators and datasets are not walked. ``stacklevel``: the user's
     call, counted from this function."""
-    from kerasrs.models import epoch_iterator
-
     if not all(epoch_iterator.is_array_data(v) for v in (x, y, sample_weight)):
         return
     x, y, sample_weight = (data_adapter.standardize(v, f"Model.{method}: `{name}`") for v, name

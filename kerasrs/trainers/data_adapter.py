@@ -169,6 +169,34 @@ def slice_struct(struct, index):
     return struct[index]
 
 
+def to_tensors(struct):
+    """Every array leaf of ``struct`` as a `Tensor` on the current backend (None stays)."""
+    if struct is None:
+        return None
+    if isinstance(struct, dict):
+        return {k: to_tensors(v) for k, v in struct.items()}
+    if isinstance(struct, (list, tuple)):
+        return type(struct)(to_tensors(v) for v in struct)
+    return autodiff.convert_to_tensor(struct)
+
+
+def first_rows(outputs, count):
+    """Every output Tensor's first ``count`` rows, with its mask (if any) cut alike."""
+    def cut(out):
+        part = out[:count]
+        mask = getattr(out, "_keras_mask", None)
+        if mask is not None:
+            part._keras_mask = mask[:count]
+        return part
+
+    return autodiff._pack(outputs, iter([cut(o) for o in autodiff._flatten(outputs)]))
+
+
+def batch_size_of(x):
+    """The number of rows of the first array of ``x``."""
+    return int(leaves(x)[0].shape[0])
+
+
 def split_validation(x, y, sample_weight, validation_split, n):
     """``((x, y, sw) train, (x, y, sw) validation)``: the last fraction is validation, taken
     before any shuffling, with ``split_at = floor(n * (1 - validation_split))`` (Keras's rule).
@@ -198,6 +226,36 @@ def unpack_validation_data(validation_data):
                          f"{len(validation_data) if hasattr(validation_data, '__len__') else '?'}")
     x, y, *rest = validation_data
     return standardize(x), standardize(y), standardize(rest[0]) if rest else None
+
+
+def check_batch_size(batch_size, method):
+    """``batch_size`` as an int (32 when None).
+
+    Raises:
+        ValueError: unless it is a positive int.
+    """
+    if batch_size is None:
+        return 32
+    if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) \
+            or batch_size <= 0:
+        raise ValueError(f"Model.{method}: `batch_size` must be a positive int. Received: "
+                         f"batch_size={batch_size!r}")
+    return int(batch_size)
+
+
+def with_class_weight(y, sample_weight, class_weight):
+    """``sample_weight`` (or ones) times each sample's ``class_weight`` (one output only).
+
+    Raises:
+        ValueError: for a model with several targets.
+    """
+    if isinstance(y, (list, dict)):
+        raise ValueError("`class_weight` is only supported for models with one output. "
+                         "Received: several targets")
+    weights = class_weight_to_sample_weight(y, class_weight)
+    if sample_weight is None:
+        return weights
+    return np.asarray(sample_weight, dtype=np.float32).reshape(len(weights), -1)[:, 0] * weights
 
 
 def class_weight_to_sample_weight(y, class_weight):

@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from kerasrs import autodiff, losses
+from kerasrs import metrics as metrics_module
 from kerasrs.metrics import base as metrics_base
 from kerasrs.metrics import reduction
 
@@ -55,6 +57,39 @@ class RunningMean(metrics_base.Metric):
         self.total, self.count = 0.0, 0.0
 
 
+def pythonify_logs(logs):
+    """Keras's ``pythonify_logs``: keys sorted, nested dicts flattened into the top level,
+    scalar values (Tensors, arrays, NumPy numbers) turned into Python floats."""
+    out = {}
+    for key, value in sorted((logs or {}).items()):
+        if isinstance(value, dict):
+            out.update(pythonify_logs(value))
+            continue
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            if isinstance(value, autodiff.Tensor):
+                value = value.numpy()
+        out[key] = value
+    return out
+
+
+def loss_value(value, what):
+    """A loss value as a Python float (for the loss mean). An unreduced loss (a `Loss` with
+    ``reduction=None`` in ``compile``) counts as the mean of its values, as Keras's loss
+    tracker reports it; its gradient is that of the sum (the tape seeds with ones, as
+    TensorFlow does for a non-scalar target).
+
+    Raises:
+        ValueError: if ``value`` is empty.
+    """
+    raw = getattr(value, "data", value)
+    if getattr(raw, "size", 1) == 0:
+        raise ValueError(f"Model: `{what}` returned an empty loss. Received: a value of "
+                         f"shape {tuple(raw.shape)}")
+    return float(raw.mean()) if getattr(raw, "size", 1) != 1 else float(raw)
+
+
 def per_output(value, names, what, allow_single=True):
     """``value`` spread over the outputs: a list in ``names`` order (None where not given)."""
     n = len(names)
@@ -88,8 +123,6 @@ class CompiledLoss:
         self.built = False
 
     def build(self, output_names):
-        from kerasrs import losses
-
         self.output_names = list(output_names)
         specs = per_output(self.loss, self.output_names, "loss")
         self.losses = [None if s is None else losses.get(s) for s in specs]
@@ -139,9 +172,7 @@ class CompiledMetrics:
     def has_metrics(self):
         return self.metrics_spec is not None or self.weighted_spec is not None
 
-    def build(self, output_names, y_true, y_pred, losses):
-        from kerasrs import metrics as metrics_module
-
+    def build(self, output_names, y_true, y_pred, output_losses):
         self.output_names = list(output_names)
         multi = len(self.output_names) > 1
         self.entries = []  # (output index, metric, weighted)
@@ -158,7 +189,7 @@ class CompiledMetrics:
                     else [items]
                 for item in items:
                     m = metrics_module.resolve(
-                        item, loss=losses[i], output_shape=tuple(y_pred[i].shape),
+                        item, loss=output_losses[i], output_shape=tuple(y_pred[i].shape),
                         y_true_shape=None if y_true[i] is None else tuple(np.shape(y_true[i])))
                     if multi:
                         m.name = f"{self.output_names[i]}_{m.name}"
@@ -221,8 +252,6 @@ def check_compile_arguments(loss, loss_weights, metrics, weighted_metrics):
 
 
 def _check_losses(loss):
-    from kerasrs import losses
-
     if loss is None:
         return
     if isinstance(loss, dict):
@@ -266,8 +295,6 @@ def _check_loss_weights(loss_weights):
 
 
 def _check_metrics(what, spec):
-    from kerasrs import metrics as metrics_module
-
     items = spec.values() if isinstance(spec, dict) else spec
     for item in items:
         if item is None:

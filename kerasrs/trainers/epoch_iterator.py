@@ -22,7 +22,8 @@ import numpy as np
 
 from kerasrs import autodiff
 from kerasrs import backend as backend_module
-from kerasrs.models import data_adapter, py_dataset
+from kerasrs.datasets import py_dataset
+from kerasrs.trainers import data_adapter
 
 ACCEPTED = ("NumPy arrays (or lists/dicts of arrays), a kerasrs.utils.PyDataset, a Python "
             "generator, or an iterable of batches (such as a PyTorch DataLoader)")
@@ -101,17 +102,15 @@ class ArrayAdapter(Adapter):
     """Arrays sliced into batches of ``batch_size`` (shuffled per pass as ``shuffle`` says)."""
 
     def __init__(self, method, x, y, sample_weight, batch_size, shuffle, class_weight):
-        from kerasrs.models import trainer
-
         self.x, self.y, self.sample_weight = (data_adapter.standardize(v)
                                               for v in (x, y, sample_weight))
         self.num_samples = data_adapter.num_samples(method, x=self.x, y=self.y,
                                                     sample_weight=self.sample_weight)
-        self.batch_size = trainer._check_batch_size(batch_size, method)
+        self.batch_size = data_adapter.check_batch_size(batch_size, method)
         self.shuffle = shuffle
         if class_weight is not None:
-            self.sample_weight = trainer._with_class_weight(self.y, self.sample_weight,
-                                                            class_weight)
+            self.sample_weight = data_adapter.with_class_weight(self.y, self.sample_weight,
+                                                                class_weight)
 
     @property
     def num_batches(self):
@@ -199,9 +198,7 @@ def standardize_batch(method, batch, class_weight, where):
         if sample_weight is not None:
             raise ValueError(f"Model.{method}: `class_weight` cannot be combined with batches "
                              "that carry sample weights. Received: batches of 3 elements")
-        from kerasrs.models import trainer
-
-        sample_weight = trainer._with_class_weight(y, None, class_weight)
+        sample_weight = data_adapter.with_class_weight(y, None, class_weight)
     return x, y, sample_weight
 
 

@@ -14,7 +14,7 @@ follow Keras 3:
 
 Customizing (Keras 3's "Customizing what happens in fit()"): a subclass may override
 ``train_step(data)``, ``test_step(data)`` or ``predict_step(data)``. ``data`` is what
-`kerasrs.models.data_adapter.pack_x_y_sample_weight` makes of one batch: ``x`` (or ``(x,)`` for a
+`kerasrs.trainers.data_adapter.pack_x_y_sample_weight` makes of one batch: ``x`` (or ``(x,)`` for a
 list of inputs) without targets, ``(x, y)``, or ``(x, y, sample_weight)`` (with sample or class
 weights), each leaf a `Tensor`. The dict a train/test step returns (Python numbers or scalar
 Tensors; nested dicts are flattened) becomes the logs: callbacks, the progress bar and the
@@ -29,11 +29,12 @@ import threading
 
 import numpy as np
 
-from kerasrs import autodiff
+from kerasrs import autodiff, distribution, optimizers
 from kerasrs.callbacks import CallbackList
 from kerasrs.layers import padding
 from kerasrs.metrics.base import Metric
-from kerasrs.models import compile_utils, data_adapter, epoch_iterator, input_checks
+from kerasrs.trainers import compile_utils, data_adapter, epoch_iterator, input_checks, loops
+from kerasrs.trainers import run_state
 
 
 class Trainer:
@@ -83,8 +84,6 @@ class Trainer:
                 ``metrics`` that is not a list, tuple or dict.
             TypeError: for ``loss_weights`` that are not numbers.
         """
-        from kerasrs import optimizers
-
         compile_utils.check_compile_arguments(loss, loss_weights, metrics, weighted_metrics)
         self.optimizer = optimizers.get(optimizer)
         if auto_scale_loss and self.dtype_policy.name == "mixed_float16" and not isinstance(
@@ -112,8 +111,6 @@ class Trainer:
 
     def compile_from_config(self, config):
         """``compile(**config)``, with a serialized optimizer turned back into an object."""
-        from kerasrs import optimizers
-
         config = dict(config)
         if isinstance(config.get("optimizer"), dict):
             config["optimizer"] = optimizers.deserialize(config["optimizer"])
@@ -171,7 +168,7 @@ class Trainer:
                 logs.update(result)
             else:
                 logs[metric.name] = result
-        return pythonify_logs(logs)
+        return compile_utils.pythonify_logs(logs)
 
     def reset_metrics(self):
         """Reset every tracker in `metrics`."""
@@ -218,7 +215,7 @@ class Trainer:
             sw_flat = data_adapter.flatten_targets(sample_weight, names, "sample_weight")
             total, parts = self._compiled_loss(y_flat, autodiff._flatten(y_pred), sw_flat)
             if len(self._loss_trackers) > 1:
-                n = _batch_size(x if x is not None else y_pred)
+                n = data_adapter.batch_size_of(x if x is not None else y_pred)
                 for tracker, part in zip(self._loss_trackers[1:],
                                          [p for p in parts if p is not None]):
                     tracker.add(float(part.data), n)
@@ -270,37 +267,43 @@ class Trainer:
         with quiet(), autodiff.GradientTape() as tape:
             # a data-parallel process without samples in this step still joins the allreduce;
             # in inference mode no layer updates its statistics from the empty batch
-            training = dist is None or (_batch_size(x) if real is None else real) > 0
+            training = dist is None or (
+                data_adapter.batch_size_of(x) if real is None else real) > 0
             if real is None:
                 y_pred = self(x, training=training)
             else:
-                with padding.real_rows(real, _batch_size(x)):
+                with padding.real_rows(real, data_adapter.batch_size_of(x)):
                     y_pred = self(x, training=training)
                 x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))
                                        for s in (x, y, sample_weight))
-                y_pred = _first_rows(y_pred, real)
+                y_pred = data_adapter.first_rows(y_pred, real)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
             scaled = loss if optimizer is None else optimizer.scale_loss(loss)
-        self._loss_tracker.add(_scalar(loss, "compute_loss"), _batch_size(x))
+        self._track_loss(loss, x)
         variables = self._train_variables
         if variables is None:
             variables = self._train_variables = self.trainable_weights
         if variables:
             with quiet():
                 grads = tape.gradient(scaled, variables) if dist is None else \
-                    dist.gradients(self, tape, scaled, variables, _batch_size(x))
+                    dist.gradients(self, tape, scaled, variables, data_adapter.batch_size_of(x))
             optimizer.apply(grads, variables)
             for v in variables:
                 if getattr(v, "constraint", None) is not None:
                     v.assign(autodiff.convert_to_tensor(v.constraint(v)).data)
         return y_pred, y, sample_weight
 
+    def _track_loss(self, loss, x):
+        """Fold this batch's loss into the loss mean, weighted by the batch's rows."""
+        self._loss_tracker.add(compile_utils.loss_value(loss, "compute_loss"),
+                               data_adapter.batch_size_of(x))
+
     def train_step(self, data):
         """One optimizer step on one batch; returns the logs (Keras 3's signature).
 
         Args:
             data: ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)`` (see
-                `kerasrs.models.data_adapter.unpack_x_y_sample_weight`).
+                `kerasrs.trainers.data_adapter.unpack_x_y_sample_weight`).
 
         Returns:
             `compute_metrics`'s dict: the running ``loss`` and metrics of the epoch so far.
@@ -318,7 +321,7 @@ class Trainer:
         with autodiff.no_grad():
             y_pred = self(x, training=False)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
-        self._loss_tracker.add(_scalar(loss, "compute_loss"), _batch_size(x))
+        self._track_loss(loss, x)
         self._update_compiled_metrics(y, y_pred, sample_weight)
 
     def test_step(self, data):
@@ -328,7 +331,7 @@ class Trainer:
         with autodiff.no_grad():
             y_pred = self(x, training=False)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
-        self._loss_tracker.add(_scalar(loss, "compute_loss"), _batch_size(x))
+        self._track_loss(loss, x)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def predict_step(self, data):
@@ -353,11 +356,11 @@ class Trainer:
                 x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))
                                        for s in (x, y, sample_weight))
             data = data_adapter.pack_x_y_sample_weight(
-                *(_to_tensors(v) for v in (x, y, sample_weight)))
+                *(data_adapter.to_tensors(v) for v in (x, y, sample_weight)))
             if mode == "train":
-                return pythonify_logs(user_step(data))
+                return compile_utils.pythonify_logs(user_step(data))
             with autodiff.no_grad():
-                return pythonify_logs(user_step(data))
+                return compile_utils.pythonify_logs(user_step(data))
 
         return step, True
 
@@ -413,10 +416,8 @@ class Trainer:
             ValueError: for data of different lengths, no samples, None or non-numeric data,
                 ``epochs`` that is not an int >= 0, or other bad arguments.
         """
-        from kerasrs.models import fit_loop
-
         self._require_compiled("fit")
-        epochs, steps_per_epoch = _apply_config_caps(epochs, steps_per_epoch)
+        epochs, steps_per_epoch = run_state.apply_config_caps(epochs, steps_per_epoch)
         lock = self.__dict__.setdefault("_fit_lock", threading.Lock())
         if not lock.acquire(blocking=False):
             raise RuntimeError(f"Model.fit: {self.name} is already being trained by a fit() "
@@ -424,13 +425,63 @@ class Trainer:
                                "its weights, optimizer and History. Wait for the first to end, or "
                                "train a copy (kerasrs.models.clone_model).")
         try:
-            return fit_loop.fit(self, x, y, batch_size, epochs, verbose, callbacks,
-                                validation_split, validation_data, shuffle, class_weight,
-                                sample_weight, initial_epoch, steps_per_epoch, validation_steps,
-                                validation_batch_size, validation_freq, pad_last_batch)
+            run_state.check_epochs(epochs, initial_epoch)
+            if validation_split and validation_data is None:
+                x, y, sample_weight, validation_data = run_state.split(x, y, sample_weight,
+                                                                       validation_split)
+            batches = self._epoch_iterator("fit", x, y, sample_weight, batch_size, shuffle,
+                                           class_weight, steps_per_epoch)
+            val = None
+            if validation_data is not None:
+                val = epoch_iterator.EpochIterator(
+                    run_state.validation_adapter(validation_data,
+                                                 validation_batch_size or batch_size),
+                    validation_steps, "fit (validation_data)", resume=False)
+            run = self._fit_state(batches, val, epochs, initial_epoch, verbose, callbacks,
+                                  validation_freq, pad_last_batch)
+            return loops.fit(run)
         finally:
             self._fit_distribution = None  # data-parallel fit is over, even after an error
             lock.release()
+
+    def _fit_state(self, batches, validation, epochs, initial_epoch, verbose, callbacks,
+                   validation_freq, pad_last_batch):
+        """fit's `RunState` over the `EpochIterator`s of the data and of ``validation`` (or
+        None): the distribution begun, the callbacks, the train and test steps."""
+        data = batches.adapter
+        verbose = run_state.verbosity(verbose)
+        dist = distribution.for_fit()  # a DataParallel, or a stand-in whose hooks change nothing
+        dist.begin_fit(self, getattr(data, "x", None),
+                       custom_train_step=type(self).train_step is not Trainer.train_step)
+        verbose, callbacks = dist.for_this_process(verbose, callbacks)  # rank 0 reports
+        cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=self,
+                           verbose=verbose, epochs=epochs, steps=batches.num_steps)
+        self.stop_training = False
+        self._train_variables = self._loss_layers = None
+        train_step, custom = self._step_function("train")
+        hooks = dist.any(cbs.wants_batch_hooks("train"))  # same collectives on every process
+        if validation is not None:
+            test_step, test_custom = self._step_function("test")
+            validation = run_state.RunState(self, validation, cbs, test_step, test_custom,
+                                            distribution=self._fit_distribution)
+        return run_state.RunState(
+            self, batches, cbs, train_step, custom, hooks, dist, epochs, initial_epoch,
+            validation_freq, validation,
+            getattr(data, "batch_size", None) if pad_last_batch else False)
+
+    def _epoch_iterator(self, method, x, y=None, sample_weight=None, batch_size=None,
+                        shuffle=False, class_weight=None, steps=None):
+        """Check ``method``'s data (values, and structure for arrays) and walk it with an
+        `EpochIterator` (``steps``: ``steps_per_epoch`` in fit)."""
+        input_checks.check_array_data(self, method, x, y, sample_weight, class_weight,
+                                      stacklevel=4)
+        data = epoch_iterator.get_adapter(method, x, y, sample_weight, batch_size, shuffle,
+                                          class_weight)
+        if isinstance(data, epoch_iterator.ArrayAdapter):
+            self._check_input_structure(method, data.x)
+        if method == "fit":
+            run_state.check_steps_per_epoch(steps)
+        return epoch_iterator.EpochIterator(data, steps, method, resume=method == "fit")
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
@@ -450,45 +501,20 @@ class Trainer:
             TypeError: for ``x`` of a kind not listed above.
         """
         self._require_compiled("evaluate")
-        input_checks.check_array_data(self, "evaluate", x, y, sample_weight, stacklevel=3)
-        data = epoch_iterator.get_adapter("evaluate", x, y, sample_weight, batch_size)
-        if isinstance(data, epoch_iterator.ArrayAdapter):
-            self._check_input_structure("evaluate", data.x)
-        batches = epoch_iterator.EpochIterator(data, steps, "evaluate", resume=False)
-        verbose = _verbose(verbose)
+        batches = self._epoch_iterator("evaluate", x, y, sample_weight, batch_size, steps=steps)
+        verbose = run_state.verbosity(verbose)
         self._loss_layers = None
         cbs = callbacks if isinstance(callbacks, CallbackList) else CallbackList(
             callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
             steps=batches.num_steps)
-        try:
-            logs = self._evaluate_batches(batches, cbs)
-        finally:
-            batches.close()
-        return self._ordered(logs, return_dict)
-
-    def _evaluate_batches(self, batches, callbacks):
-        """Loss and metrics over one epoch of the `EpochIterator` ``batches``."""
-        self.reset_metrics()
         test_step, custom = self._step_function("test")
-        callbacks.on_test_begin()
-        hooks = callbacks.wants_batch_hooks("test")
-        if self._fit_distribution is not None:  # data-parallel validation: all in step
-            hooks = self._fit_distribution.any(hooks)
-        logs = None
-        for step, batch in enumerate(batches.epoch()):
-            x, y, sample_weight = batch if self._fit_distribution is None else \
-                self._fit_distribution.shard_batch(batch)  # data-parallel validation
-            if hooks:
-                callbacks.on_test_batch_begin(step)
-            out = test_step(x, y, sample_weight)
-            if custom:
-                logs = out
-            if hooks:
-                callbacks.on_test_batch_end(step, logs if custom else self.get_metrics_result())
-        if logs is None:
-            logs = self.get_metrics_result()
-        callbacks.on_test_end(logs)
-        return logs
+        run = run_state.RunState(self, batches, cbs, test_step, custom,
+                                 distribution=self._fit_distribution)
+        try:
+            logs = loops.evaluate(run)
+        finally:
+            run.close()
+        return self._ordered(logs, return_dict)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """The model's outputs for ``x`` as NumPy arrays, computed in batches in inference mode.
@@ -504,28 +530,11 @@ class Trainer:
         Raises:
             ValueError: if there is no batch to predict on.
         """
-        input_checks.check_array_data(self, "predict", x)
-        data = epoch_iterator.get_adapter("predict", x, batch_size=batch_size)
-        if isinstance(data, epoch_iterator.ArrayAdapter):
-            self._check_input_structure("predict", data.x)
-        batches = epoch_iterator.EpochIterator(data, steps, "predict", resume=False)
-        verbose = _verbose(verbose)
+        batches = self._epoch_iterator("predict", x, batch_size=batch_size, steps=steps)
+        verbose = run_state.verbosity(verbose)
         cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
                            steps=batches.num_steps)
-        cbs.on_predict_begin()
-        hooks = cbs.wants_batch_hooks("predict")
-        outputs = []
-        try:
-            for step, (x_batch, _, _) in enumerate(batches.epoch()):
-                if hooks:
-                    cbs.on_predict_batch_begin(step)
-                out = self.predict_on_batch(x_batch)
-                outputs.append(out)
-                if hooks:
-                    cbs.on_predict_batch_end(step, {"outputs": out})
-        finally:
-            batches.close()
-        cbs.on_predict_end()
+        outputs = loops.predict(run_state.RunState(self, batches, cbs))
         if not outputs:
             raise ValueError("Model.predict: the data gave no batch to predict on. Received: "
                              f"an empty {type(x).__name__}")
@@ -543,7 +552,7 @@ class Trainer:
         data_adapter.num_samples("train_on_batch", x=x, y=y, sample_weight=sample_weight)
         self._check_input_structure("train_on_batch", x)
         if class_weight is not None:
-            sample_weight = _with_class_weight(y, sample_weight, class_weight)
+            sample_weight = data_adapter.with_class_weight(y, sample_weight, class_weight)
         self._train_variables = self._loss_layers = None
         self.reset_metrics()
         train_step, custom = self._step_function("train")
@@ -569,110 +578,10 @@ class Trainer:
             if type(self).predict_step is Trainer.predict_step:
                 out = self(x, training=False)
             else:
-                out = self.predict_step(data_adapter.pack_x_y_sample_weight(_to_tensors(x)))
+                out = self.predict_step(
+                    data_adapter.pack_x_y_sample_weight(data_adapter.to_tensors(x)))
         return autodiff._pack(out, iter([np.asarray(autodiff.convert_to_tensor(o).numpy())
                                          for o in autodiff._flatten(out)]))
 
     def _check_input_structure(self, method, x):
         """Hook: raise if ``x``'s structure cannot fit the model (`Sequential` checks dicts)."""
-
-
-def pythonify_logs(logs):
-    """Keras's ``pythonify_logs``: keys sorted, nested dicts flattened into the top level,
-    scalar values (Tensors, arrays, NumPy numbers) turned into Python floats."""
-    out = {}
-    for key, value in sorted((logs or {}).items()):
-        if isinstance(value, dict):
-            out.update(pythonify_logs(value))
-            continue
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            if isinstance(value, autodiff.Tensor):
-                value = value.numpy()
-        out[key] = value
-    return out
-
-
-def _to_tensors(struct):
-    """Every array leaf of ``struct`` as a `Tensor` on the current backend (None stays)."""
-    if struct is None:
-        return None
-    if isinstance(struct, dict):
-        return {k: _to_tensors(v) for k, v in struct.items()}
-    if isinstance(struct, (list, tuple)):
-        return type(struct)(_to_tensors(v) for v in struct)
-    return autodiff.convert_to_tensor(struct)
-
-
-def _scalar(value, what):
-    """A loss value as a Python float (for the loss mean). An unreduced loss (a `Loss` with
-    ``reduction=None`` in ``compile``) counts as the mean of its values, as Keras's loss
-    tracker reports it; its gradient is that of the sum (the tape seeds with ones, as
-    TensorFlow does for a non-scalar target).
-
-    Raises:
-        ValueError: if ``value`` is empty.
-    """
-    raw = getattr(value, "data", value)
-    if getattr(raw, "size", 1) == 0:
-        raise ValueError(f"Model: `{what}` returned an empty loss. Received: a value of "
-                         f"shape {tuple(raw.shape)}")
-    return float(raw.mean()) if getattr(raw, "size", 1) != 1 else float(raw)
-
-
-def _first_rows(outputs, count):
-    """Every output Tensor's first ``count`` rows, with its mask (if any) cut alike."""
-    def cut(out):
-        part = out[:count]
-        mask = getattr(out, "_keras_mask", None)
-        if mask is not None:
-            part._keras_mask = mask[:count]
-        return part
-
-    return autodiff._pack(outputs, iter([cut(o) for o in autodiff._flatten(outputs)]))
-
-
-def _batch_size(x):
-    return int(data_adapter.leaves(x)[0].shape[0])
-
-
-def _check_batch_size(batch_size, method):
-    if batch_size is None:
-        return 32
-    if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) \
-            or batch_size <= 0:
-        raise ValueError(f"Model.{method}: `batch_size` must be a positive int. Received: "
-                         f"batch_size={batch_size!r}")
-    return int(batch_size)
-
-
-def _verbose(verbose):
-    if verbose == "auto":
-        return 1
-    if verbose not in (0, 1, 2):
-        raise ValueError(f"`verbose` must be 'auto', 0, 1 or 2. Received: verbose={verbose!r}")
-    return int(verbose)
-
-
-def _with_class_weight(y, sample_weight, class_weight):
-    if isinstance(y, (list, dict)):
-        raise ValueError("`class_weight` is only supported for models with one output. "
-                         "Received: several targets")
-    weights = data_adapter.class_weight_to_sample_weight(y, class_weight)
-    if sample_weight is None:
-        return weights
-    return np.asarray(sample_weight, dtype=np.float32).reshape(len(weights), -1)[:, 0] * weights
-
-
-def _apply_config_caps(epochs, steps_per_epoch):
-    """``epochs`` and ``steps_per_epoch`` limited by ``kerasrs.config.set_max_epochs`` /
-    ``set_max_steps_per_epoch`` (Keras's caps for quick runs)."""
-    from kerasrs.backend import settings
-
-    if settings.max_epochs() is not None and isinstance(epochs, int):
-        epochs = min(epochs, settings.max_epochs())
-    cap = settings.max_steps_per_epoch()
-    if cap is not None:
-        steps_per_epoch = cap if steps_per_epoch is None else min(steps_per_epoch, cap)
-    return epochs, steps_per_epoch
