@@ -1,7 +1,7 @@
 // Gate arithmetic of one LSTM / GRU step, elementwise over (n, units); the matrix products stay
 // with the BLAS. Keras gate order: LSTM [i, f, c~, o]; GRU [z, r, h] with reset_after=True.
-// Activation codes as common.cuh (act = the cell activation, ract = the recurrent one).
-// Twins: Backend.lstm_gates / lstm_gates_grad / gru_gates / gru_gates_grad.
+// Activation codes KR_ACT_* (act = the cell activation, ract = the recurrent one).
+// Launchers and NumPy twins: rnn_gates.py beside this file.
 
 // z (n, 4u) in: pre-activations; out: activated gates. h, c, tc = act(c) out (n, u).
 template <typename T>

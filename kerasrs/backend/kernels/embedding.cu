@@ -1,6 +1,6 @@
 // Embedding gradient: out[indices[i], :] += gy[i, :], a scatter-add with atomicAdd (indices may
 // repeat). `out` (input_dim, dim) arrives zeroed. One thread per element of gy (n, dim).
-// Twin: Backend.embedding_grad (kerasrs/backend/base.py).
+// Launcher and NumPy twin: embedding.py beside this file.
 
 template <typename T>
 __global__ void embedding_grad(const int* indices, const T* gy, T* out, long long total, int dim,

@@ -1,6 +1,7 @@
-// Helpers shared by every kernel file. The loader (kerasrs/backend/cuda_sources.py) prepends this
-// text to each .cu file, followed by a #line directive, so compiler messages keep the .cu file's
-// own line numbers. It compiles under NVRTC and, through tests/cuda/cuda_cpu.h, under g++.
+// Helpers shared by every kernel file. kerasrs/backend/kernels/cuda.py (`source`) prepends this
+// text to each .cu file, after the generated KR_ACT_* activation codes and followed by a #line
+// directive, so compiler messages keep the .cu file's own line numbers. It compiles under NVRTC
+// and, through tests/cuda/cuda_cpu.h, under g++.
 //
 // No warp intrinsics anywhere: reductions go through shared memory and __syncthreads(), so the
 // same code runs on the CPU emulation, where a block's threads are OS threads.
@@ -76,12 +77,18 @@ __device__ T kr_column_reduce(T v, T* buf) {
   return r;
 }
 
-// Activation codes, shared with cuda_kernels.ACTIVATIONS: 0 linear, 1 relu, 2 sigmoid, 3 tanh.
+// The activations by code: KR_ACT_* come from the table in kerasrs/backend/kernels/activations.py
+// (the NumPy twins and the numba kernels use the same codes).
 template <typename T> __device__ __forceinline__ T kr_activate(T x, int act) {
   switch (act) {
-    case 1: return x < (T)0 ? (T)0 : x;  // NaN passes through, as numpy.maximum(x, 0)
-    case 2: return kr_sigmoid(x);
-    case 3: return kr_tanh(x);
+    case KR_ACT_RELU: return x < (T)0 ? (T)0 : x;  // NaN passes through, as numpy.maximum(x, 0)
+    case KR_ACT_SIGMOID: return kr_sigmoid(x);
+    case KR_ACT_TANH: return kr_tanh(x);
+    case KR_ACT_HARD_SIGMOID: {  // Keras 3: relu6(x + 3) / 6; NaN passes through, as numpy.clip
+      const T v = x + (T)3;
+      return (v < (T)0 ? (T)0 : v > (T)6 ? (T)6 : v) * (T)(1.0 / 6.0);
+    }
+    case KR_ACT_LINEAR:
     default: return x;
   }
 }
@@ -89,9 +96,11 @@ template <typename T> __device__ __forceinline__ T kr_activate(T x, int act) {
 // The activation's derivative from its output y (relu'(0) = 0, as PyTorch).
 template <typename T> __device__ __forceinline__ T kr_activate_grad(T y, int act) {
   switch (act) {
-    case 1: return y > (T)0 ? (T)1 : (T)0;
-    case 2: return y * ((T)1 - y);
-    case 3: return (T)1 - y * y;
+    case KR_ACT_RELU: return y > (T)0 ? (T)1 : (T)0;
+    case KR_ACT_SIGMOID: return y * ((T)1 - y);
+    case KR_ACT_TANH: return (T)1 - y * y;
+    case KR_ACT_HARD_SIGMOID: return y > (T)0 && y < (T)1 ? (T)(1.0 / 6.0) : (T)0;
+    case KR_ACT_LINEAR:
     default: return (T)1;
   }
 }

@@ -1,5 +1,5 @@
 // Fused softmax cross-entropy, forward and backward; one block per row of `logits` (n, c).
-// Twin: Backend.softmax_cross_entropy / softmax_cross_entropy_grad (kerasrs/backend/base.py).
+// Launchers and NumPy twins: softmax_ce.py beside this file.
 //
 // Forward: with m = max(x) and ls = log(sum(exp(x - m))) (log-sum-exp, each a block reduction):
 // probs = exp((x - m) - ls), loss = ls - (x[label] - m) (sparse) or sum(t * (ls - (x - m)))

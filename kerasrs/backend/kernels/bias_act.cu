@@ -1,5 +1,5 @@
 // Bias + activation, the epilogue of a Dense/conv GEMM, on channels-last rows x (n, c).
-// Twin: Backend.bias_act / bias_act_grad (kerasrs/backend/base.py).
+// Launchers and NumPy twins: bias_act.py beside this file.
 
 // y = act(x + bias); y may be x itself (in place: each element is read, then written, by one
 // thread).

@@ -1,6 +1,6 @@
 // Max pooling over channels-last inputs with up to three spatial axes (see im2col.cu for the
 // layout): y (n, o1, o2, o3, c) and argmax, the winner's flat index into x[b] (int32).
-// Twin: Backend.max_pool / max_pool_grad (kerasrs/backend/base.py).
+// Launchers and NumPy twins: max_pool.py beside this file.
 //
 // Padding never wins (only in-bounds elements are compared); ties go to the first window
 // position in row-major order (strict >), a NaN beats any number (the window's first NaN), as

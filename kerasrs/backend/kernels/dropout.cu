@@ -1,7 +1,7 @@
 // Dropout keep-mask from the counter-based Philox4x32-10 generator (Salmon, Moraes, Dror and
 // Shaw, "Parallel random numbers: as easy as 1, 2, 3", SC 2011), so a mask depends only on
 // (seed, offset, element index) and the NumPy twin reproduces it bit for bit.
-// Twin: Backend.dropout_mask (kerasrs/backend/base.py).
+// Launcher and NumPy twin: dropout.py beside this file.
 //
 // Element e takes 32-bit word e % 4 of philox(counter = (lo(e/4), hi(e/4), lo(offset),
 // hi(offset)), key = (lo(seed), hi(seed))). It is kept when (word >> 8) >= threshold, i.e. a

@@ -1,6 +1,6 @@
 // Layer normalization over the last axis of x (n, d) (Ba, Kiros and Hinton 2016), statistics in
 // T (float32 for float32 inputs, float64 for float64). One block per row; the row sums are
-// shared-memory block reductions. Twin: Backend.layer_norm / layer_norm_grad.
+// shared-memory block reductions. Launchers and NumPy twins: layer_norm.py beside this file.
 
 template <typename T>
 __global__ void layer_norm_fwd(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd,

@@ -1,7 +1,8 @@
 // Multi-tensor optimizer steps: one launch updates every parameter of a model. Each block owns a
 // chunk of one tensor, found through tables: ptrs_* (one device address per tensor), sizes
 // (elements per tensor), chunk_tensor / chunk_start (per block). Keras 3's update rules, term for
-// term as the twins (Backend.adam_update / sgd_update) so float64 results agree to rounding.
+// term as the twins (kernels/optimizer.py) so float64 results agree to rounding. Weight decay is
+// applied by the optimizer before the step; alpha carries Adam's bias correction.
 
 // The tensor this block updates, and its element range [start, end) in that tensor.
 __device__ __forceinline__ unsigned long long kr_block_chunk(
@@ -20,7 +21,7 @@ __global__ void adam_update(T* const* params, const T* const* grads, T* const* m
                             const unsigned long long* chunk_tensor,
                             const unsigned long long* chunk_start, long long chunk,
                             T one_minus_beta_1, T one_minus_beta_2, T epsilon, T alpha,
-                            T decay, int amsgrad) {
+                            int amsgrad) {
   long long start, end;
   const unsigned long long k =
       kr_block_chunk(sizes, chunk_tensor, chunk_start, chunk, &start, &end);
@@ -29,8 +30,6 @@ __global__ void adam_update(T* const* params, const T* const* grads, T* const* m
   T* m = ms[k];
   T* v = vs[k];
   for (long long i = start + threadIdx.x; i < end; i += blockDim.x) {
-    T wi = w[i];
-    if (decay != (T)0) wi -= wi * decay;  // decay = weight_decay * lr (AdamW, decoupled)
     const T gi = g[i];
     const T mi = m[i] + one_minus_beta_1 * (gi - m[i]);
     T vi = v[i] + one_minus_beta_2 * (gi * gi - v[i]);
@@ -41,7 +40,7 @@ __global__ void adam_update(T* const* params, const T* const* grads, T* const* m
       v_hats[k][i] = vh;
       vi = vh;
     }
-    w[i] = wi - alpha * mi / (kr_sqrt(vi) + epsilon);
+    w[i] -= alpha * mi / (kr_sqrt(vi) + epsilon);
   }
 }
 
@@ -49,22 +48,20 @@ template <typename T>
 __global__ void sgd_update(T* const* params, const T* const* grads, T* const* momentums,
                            const unsigned long long* sizes, const unsigned long long* chunk_tensor,
                            const unsigned long long* chunk_start, long long chunk, T lr,
-                           T momentum, int nesterov, T decay) {
+                           T momentum, int nesterov) {
   long long start, end;
   const unsigned long long k =
       kr_block_chunk(sizes, chunk_tensor, chunk_start, chunk, &start, &end);
   T* w = params[k];
   const T* g = grads[k];
   for (long long i = start + threadIdx.x; i < end; i += blockDim.x) {
-    T wi = w[i];
-    if (decay != (T)0) wi -= wi * decay;
     const T step = lr * g[i];
     if (momentum == (T)0) {
-      w[i] = wi - step;
+      w[i] -= step;
       continue;
     }
     const T vi = momentums[k][i] * momentum - step;
     momentums[k][i] = vi;
-    w[i] = nesterov ? wi + (momentum * vi - step) : wi + vi;
+    w[i] += nesterov ? momentum * vi - step : vi;
   }
 }

@@ -1,6 +1,6 @@
 // im2col / col2im for channels-last convolutions with up to three spatial axes (1-D and 2-D
 // inputs pass size-1 axes with window 1, stride 1, dilation 1 and no padding).
-// Twin: Backend.im2col / col2im (kerasrs/backend/base.py).
+// Launchers and NumPy twins: im2col.py beside this file.
 //
 // x is (n, d1, d2, d3, c); cols is (n, o1, o2, o3, k1, k2, k3, c) flat, i.e. row (b, o) holds
 // the window at output position o, window positions row-major, channels fastest. Input index
