@@ -3,8 +3,8 @@
 `trace_train_step` is the entry point a trainer calls (phase 2 wires it into
 ``compile(jit_compile=True)``). The updates are graph nodes written with kerasrs ops, the same
 arithmetic, in the same order and dtypes, as the backend kernels the eager optimizers call
-(`kerasrs.backend.base.Backend.sgd_update` and ``adam_update``): scalars computed in Python
-floats there are Python floats here (weak: they take the variable's dtype), the learning rate
+(``sgd_update`` and ``adam_update``, `kerasrs.backend.kernels.optimizer`): scalars computed in
+Python floats there are Python floats here (weak: they take the variable's dtype), the learning rate
 and the bias correction are computed in float64 from the optimizer's variables and cast to the
 variable's dtype. So replayed and eager training agree to the last bit or nearly.
 
@@ -93,7 +93,7 @@ def _learning_rate(optimizer, dtype):
 
 
 def sgd_update(optimizer, variables, grads):
-    """Record `SGD`'s step (`Backend.sgd_update`'s rule, Keras 3's)::
+    """Record `SGD`'s step (the backend's ``sgd_update`` rule, Keras 3's)::
 
         momentum == 0:  w = w - lr * g
         momentum > 0:   v = momentum * v - lr * g;  w = w + v
@@ -113,7 +113,8 @@ def sgd_update(optimizer, variables, grads):
 
 
 def adam_update(optimizer, variables, grads):
-    """Record `Adam`'s step (`Backend.adam_update`'s rule; Kingma & Ba 2015, Algorithm 1)::
+    """Record `Adam`'s step (the backend's ``adam_update`` rule, with the bias correction in
+    ``alpha`` as `kerasrs.optimizers.Adam` computes it; Kingma & Ba 2015, Algorithm 1)::
 
         t = iterations + 1;  alpha = lr * sqrt(1 - beta_2**t) / (1 - beta_1**t)
         m = m + (1 - beta_1) * (g - m);  v = v + (1 - beta_2) * (g * g - v)
