@@ -1,9 +1,10 @@
 """Replayed training step (kerasrs.graph) against eager kerasrs, for a Dense MLP.
 
 The model is the benchmarks' MLP (784-512-512-10, relu, Adam, sparse cross-entropy from
-logits, float32; ``--units`` changes the hidden width) on Fashion-MNIST batches. Three ways to run one training step, timed in
-alternating rounds in one process (the machine is shared and noisy: only ratios of interleaved
-rounds mean anything; every kernel is compiled before the first round):
+logits, float32; ``--units`` changes the hidden width) on Fashion-MNIST batches. Three ways to
+run one training step, timed in alternating rounds in one process (the machine is shared and
+noisy: only ratios of interleaved rounds mean anything; every kernel is compiled before the
+first round):
 
 * fit: ``model.fit`` over the batches, per step (the loop users run);
 * tape: the bare eager step, ``GradientTape`` + ``optimizer.apply`` (what fit does per batch,
