@@ -41,23 +41,8 @@ LEVELS = {
     "config": 12,
     "dtype_policies": 10, "preprocessing": 10,
     "backend": 5,
-    "datasets": 0, "registry": 0, "tree": 0, "version": 0,  # import nothing of kerasrs
+    "context": 0, "datasets": 0, "registry": 0, "tree": 0, "version": 0,  # import nothing of kerasrs
 }
-
-# -- PENDING ELSEWHERE: REMOVED BY THE LEAD AT MERGE ------------------------------------------
-# Imports that issue 19's OPS branch removes at the same time as this branch: the ones that
-# close the circles inside kerasrs/ops/ (nn -> nn_extra -> ctc -> nn; attention and numpy reaching
-# the package __init__) and layers base/node/op_layer (imports inside functions). Nothing of
-# this branch is excused here; the lead deletes this set when the branches are merged.
-_PENDING_ELSEWHERE = {
-    ("kerasrs.ops.attention", "kerasrs.ops"),
-    ("kerasrs.ops.numpy", "kerasrs.ops"),
-    ("kerasrs.ops.nn", "kerasrs.ops.nn_extra"),
-    ("kerasrs.layers.base", "kerasrs.layers.node"),
-    ("kerasrs.layers.node", "kerasrs.layers.base"),
-    ("kerasrs.layers.node", "kerasrs.layers.op_layer"),
-}
-
 
 def module_name(path, root=ROOT):
     """``kerasrs/layers/base.py`` -> ``"kerasrs.layers.base"``; a package's ``__init__.py``
@@ -119,23 +104,23 @@ def unit(module):
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def upward_imports(edges, levels, excused=frozenset()):
+def upward_imports(edges, levels):
     """``["a (level) -> b (level) at line n"]`` for each import of a unit on its own level or
     above."""
     bad = []
     for source, targets in sorted(edges.items()):
         for target, lines in sorted(targets.items()):
             a, b = unit(source), unit(target)
-            if a != b and levels[b] >= levels[a] and (source, target) not in excused:
+            if a != b and levels[b] >= levels[a]:
                 bad.append(f"{source} ({levels[a]}) -> {target} ({levels[b]}) at line "
                            f"{lines[0]}")
     return bad
 
 
-def circles(edges, excused=frozenset()):
+def circles(edges):
     """The import circles: strongly connected components of more than one module (Tarjan's
     algorithm, iterative), each as a sorted list of module names."""
-    succ = {m: [t for t in targets if (m, t) not in excused and t in edges]
+    succ = {m: [t for t in targets if t in edges]
             for m, targets in edges.items()}
     index, low, on_stack, stack, found = {}, {}, set(), [], []
     for start in sorted(succ):
@@ -181,21 +166,15 @@ def test_every_unit_has_a_level():
 
 
 def test_no_import_runs_up_the_stack():
-    bad = upward_imports(EDGES, LEVELS, _PENDING_ELSEWHERE)
+    bad = upward_imports(EDGES, LEVELS)
     assert not bad, "imports of a unit on the same level or above:\n" + "\n".join(bad)
 
 
 def test_no_import_circle():
-    found = circles(EDGES, _PENDING_ELSEWHERE)
+    found = circles(EDGES)
     detail = [" <-> ".join(c) + ": " + ", ".join(
         f"{a} -> {b}" for a in c for b in sorted(EDGES[a]) if b in c) for c in found]
     assert not found, "modules that import each other in a circle:\n" + "\n".join(detail)
-
-
-def test_pending_edges_are_real_imports():
-    """Each excused import exists, so the set cannot hide anything but what it names."""
-    stale = sorted(e for e in _PENDING_ELSEWHERE if e[1] not in EDGES.get(e[0], {}))
-    assert not stale, f"_PENDING_ELSEWHERE lists imports that no longer exist: {stale}"
 
 
 def test_no_module_outside_backend_imports_cupy():
@@ -254,8 +233,6 @@ def test_the_checker_finds_an_upward_import_and_a_circle(tmp_path):
     levels = {"__init__": 9, "high": 2, "low": 1}
     assert upward_imports(edges, levels) == ["kerasrs.low.up (1) -> kerasrs.high.ok (2) at line 2"]
     assert circles(edges) == [["kerasrs.low", "kerasrs.low.a", "kerasrs.low.b"]]
-    excused = {("kerasrs.low.b", "kerasrs.low"), ("kerasrs.low.up", "kerasrs.high.ok")}
-    assert upward_imports(edges, levels, excused) == [] and circles(edges, excused) == []
     assert upward_imports(edges, {**levels, "high": 1}) == [
         "kerasrs.high (1) -> kerasrs.low.a (1) at line 1",
         "kerasrs.low.up (1) -> kerasrs.high.ok (1) at line 2"]

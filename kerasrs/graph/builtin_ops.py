@@ -11,9 +11,10 @@ import inspect
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function
 from kerasrs.graph.registry import OpDef, _BY_CLASS, _OPS, register_op
-from kerasrs.ops import core, layout, normalization, projection, reduction
+from kerasrs import ops
+from kerasrs.ops import (activations, core, crossentropy, layout, normalization, projection,
+                         reduction, stacking)
 from kerasrs.ops import math as ops_math
-from kerasrs.ops import nn as ops_nn
 
 # Fusion templates (see kerasrs.graph.fusion): operands {0}, {1}; functions resolved per target.
 # Only correctly rounded IEEE operations (+ - * /, sqrt, abs, max/min, casts): a fused kernel then
@@ -99,21 +100,22 @@ def _register_layout_and_reductions():
     _op("reshape", layout.Reshape, attrs=("newshape",), fresh=False)
     _op("transpose", layout.Transpose, attrs=("axes",), fresh=False)
     _op("broadcast_to", layout.BroadcastTo, attrs=("shape",), fresh=False)
-    _op("concatenate", layout.Concatenate, attrs=("axis",))
+    _op("concatenate", stacking.Concatenate, attrs=("axis",))
     _op("tile", layout.Tile, attrs=("reps",))
     _op("take", layout.Take, attrs=("axis",), data=("indices",))
     _op("take_along_axis", layout.TakeAlongAxis, attrs=("axis",), data=("indices",))
 
 
 def _register_nn():
-    _op("relu", ops_nn.ReLU)
-    _op("sigmoid", ops_nn.Sigmoid)
-    _op("gelu", ops_nn.GELU, attrs=("approximate",))
-    _op("softmax", ops_nn.Softmax, attrs=("axis",))
-    _op("log_softmax", ops_nn.LogSoftmax, attrs=("axis",))
-    _op("sigmoid_cross_entropy", ops_nn.SigmoidCrossEntropy)
-    _op("softmax_cross_entropy", ops_nn.SoftmaxCrossEntropy)
-    _op("sparse_softmax_cross_entropy", ops_nn.SparseSoftmaxCrossEntropy, data=("labels",))
+    _op("relu", activations.ReLU)
+    _op("sigmoid", activations.Sigmoid)
+    _op("gelu", activations.GELU, attrs=("approximate",))
+    _op("softmax", activations.Softmax, attrs=("axis",))
+    _op("log_softmax", activations.LogSoftmax, attrs=("axis",))
+    _op("sigmoid_cross_entropy", crossentropy.SigmoidCrossEntropy)
+    _op("softmax_cross_entropy", crossentropy.SoftmaxCrossEntropy)
+    _op("sparse_softmax_cross_entropy", crossentropy.SparseSoftmaxCrossEntropy,
+        data=("labels",))
     _op("projection", projection._Projection, attrs=("n_in", "activation"))
     _op("packed_projection", projection._PackedProjection, attrs=("n", "n_in", "activation"))
     _op("layer_norm", normalization.FusedLayerNorm, attrs=("param_shape", "epsilon"))
@@ -126,13 +128,14 @@ def _op(name, function, fresh=True, **kwargs):
 
 
 def _unary_ops():
-    """``(name, f, df)`` of every public op made by ``ops.math._unary`` (read from the op
-    function's closure: the three values it hands to ``Unary``)."""
+    """``(name, f, df)`` of every public op of ``kerasrs.ops`` (and ``ops.nn``) that makes a
+    ``Unary`` (read from the plain function's closure: the three values it hands to
+    ``Unary``; ``@op`` keeps the plain function as ``__wrapped__``)."""
     found = {}
-    for module in (ops_math, ops_nn):
-        for public in module.__all__:
-            fn = getattr(module, public, None)
-            fn = getattr(fn, "_kerasrs_op", fn)
+    for namespace in (ops, ops.nn):
+        for public in dir(namespace):
+            fn = getattr(namespace, public)
+            fn = getattr(fn, "__wrapped__", fn)
             if not inspect.isfunction(fn) or fn.__closure__ is None:
                 continue
             cells = inspect.getclosurevars(fn).nonlocals

@@ -3,8 +3,9 @@
 Why by execution and not on symbolic placeholders: kerasrs ops check their arguments eagerly
 (shapes, sometimes label ranges) and their `Function`s only know how to compute on arrays, so
 running the function once gives every node its exact shape and dtype and reuses every op
-unchanged. `Function.apply` calls `Tracer.record` after each forward (the hook is the list
-``kerasrs.autodiff.tracers``). The price: Python control flow on tensor values is frozen to the
+unchanged. `Function.apply` calls `Tracer.record` after each forward (the hook is the context
+variable `kerasrs.context.tracers`: per thread and per asyncio task, so another thread's ops are
+never recorded). The price: Python control flow on tensor values is frozen to the
 branch the example took, and a value computed outside any recorded op (a comparison, a host
 read) is baked in as a constant (with a warning naming it).
 
@@ -16,12 +17,11 @@ must be computed elsewhere anyway.
 import inspect
 import os
 import sys
-import threading
 import warnings
 
 import numpy as np
 
-from kerasrs import autodiff
+from kerasrs import context
 from kerasrs.autodiff import GradientTape, Tensor, Variable, convert_to_tensor
 from kerasrs.graph import registry, text
 from kerasrs.graph.ir import Builder, type_of
@@ -56,7 +56,7 @@ def trace(fn, *args, **kwargs):
     call_args = {}
     for name, value in bound.arguments.items():
         call_args[name] = tracer.argument(name, value)
-    autodiff.tracers.append(tracer)
+    token = context.tracers.set(context.tracers.get() + (tracer,))
     try:
         with GradientTape(persistent=True) as tape:
             tape.watch([t for t in call_args.values() if isinstance(t, Tensor)])
@@ -64,7 +64,7 @@ def trace(fn, *args, **kwargs):
             call = _rebind(bound, call_args)
             result = fn(*call.args, **call.kwargs)
     finally:
-        autodiff.tracers.remove(tracer)
+        context.tracers.reset(token)
         tracer.tape = None
     return tracer.finish(result)
 
@@ -159,9 +159,8 @@ def already_computed(x, name=None):
 
 
 def _current(what):
-    ident = threading.get_ident()
-    for tracer in reversed(autodiff.tracers):
-        if isinstance(tracer, Tracer) and tracer.thread == ident:
+    for tracer in reversed(context.tracers.get()):
+        if isinstance(tracer, Tracer):
             return tracer
     if what is None:
         return None
@@ -170,11 +169,10 @@ def _current(what):
 
 
 class Tracer:
-    """Records the ops of one thread into a `Builder` (see the module docstring)."""
+    """Records the ops of one traced call into a `Builder` (see the module docstring)."""
 
     def __init__(self):
         self.builder = Builder()
-        self.thread = threading.get_ident()
         self.tape = None
         self.updates = {}    # parameter name -> node id of its new value
         self.bindings = {}   # parameter name -> Variable
@@ -214,8 +212,6 @@ class Tracer:
     # -- the hook ----------------------------------------------------------------------------
     def record(self, fn, inputs, out):
         """Called by `Function.apply` after each forward: add the op's node."""
-        if threading.get_ident() != self.thread:
-            return
         definition = registry.lookup(fn)
         site = _site()
         if definition is None:

@@ -9,7 +9,8 @@ differentiable like any op.
 import numbers
 
 from kerasrs import activations, initializers, ops
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 
 
 def _check_number(layer, arg, value, allow_none=False):
@@ -124,7 +125,7 @@ class PReLU(Layer):
                  shared_axes=None, **kwargs):
         super().__init__(**kwargs)
         self.alpha_initializer = initializers.get(alpha_initializer)
-        self.alpha_regularizer = _get_regularizer(alpha_regularizer)
+        self.alpha_regularizer = get_regularizer(alpha_regularizer)
         self.alpha_constraint = alpha_constraint
         if shared_axes is None:
             self.shared_axes = None
@@ -159,7 +160,7 @@ class PReLU(Layer):
     def get_config(self):
         return {**super().get_config(),
                 "alpha_initializer": initializers.serialize(self.alpha_initializer),
-                "alpha_regularizer": _serialize_regularizer(self.alpha_regularizer),
+                "alpha_regularizer": serialize_regularizer(self.alpha_regularizer),
                 "alpha_constraint": None, "shared_axes": self.shared_axes}
 
 

@@ -10,12 +10,8 @@ weights load unchanged; ``data_format="channels_first"`` only changes the activa
 import numpy as np
 
 from kerasrs import activations, initializers, ops
-from kerasrs.layers.base import (
-    InputSpec,
-    Layer,
-    _get_regularizer,
-    _serialize_regularizer,
-)
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.ops import convolution, projection
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D"]
@@ -126,9 +122,9 @@ def conv_config(layer):
             "activation": activations.serialize(layer.activation), "use_bias": layer.use_bias,
             "kernel_initializer": initializers.serialize(layer.kernel_initializer),
             "bias_initializer": initializers.serialize(layer.bias_initializer),
-            "kernel_regularizer": _serialize_regularizer(layer.kernel_regularizer),
-            "bias_regularizer": _serialize_regularizer(layer.bias_regularizer),
-            "activity_regularizer": _serialize_regularizer(layer.activity_regularizer),
+            "kernel_regularizer": serialize_regularizer(layer.kernel_regularizer),
+            "bias_regularizer": serialize_regularizer(layer.bias_regularizer),
+            "activity_regularizer": serialize_regularizer(layer.activity_regularizer),
             "kernel_constraint": None, "bias_constraint": None}
 
 
@@ -194,8 +190,8 @@ class BaseConv(Layer):
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
         self.input_spec = InputSpec(ndim=rank + 2)
 

@@ -9,11 +9,8 @@ import numpy as np
 
 from kerasrs import activations, initializers, ops
 from kerasrs.layers import conv
-from kerasrs.layers.base import (
-    InputSpec,
-    Layer,
-    _get_regularizer,
-)
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer
 
 __all__ = ["Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Convolution1DTranspose",
            "Convolution2DTranspose", "Convolution3DTranspose"]
@@ -83,8 +80,8 @@ class BaseConvTranspose(Layer):
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
         self.input_spec = InputSpec(ndim=rank + 2)
 

@@ -1,10 +1,12 @@
-"""Core layers: Dense, Activation, Dropout, Identity, Embedding, Rescaling, Masking, Softmax."""
+"""Core layers: Dense, Activation, Dropout, Identity, Embedding, ReversibleEmbedding, Rescaling,
+Masking, Softmax."""
 
 import numpy as np
 
 from kerasrs import activations, initializers, ops
 from kerasrs import backend as backend_module
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.ops import projection
 from kerasrs.ops.core import constant
 
@@ -46,8 +48,8 @@ class Dense(Layer):
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
         self.input_spec = InputSpec(min_ndim=2)
 
@@ -82,8 +84,8 @@ class Dense(Layer):
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+                "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
+                "bias_regularizer": serialize_regularizer(self.bias_regularizer),
                 "kernel_constraint": None, "bias_constraint": None}
 
 
@@ -216,7 +218,7 @@ class Embedding(Layer):
                                  f"Received: {arg}={value!r}")
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
-        self.embeddings_regularizer = _get_regularizer(embeddings_regularizer)
+        self.embeddings_regularizer = get_regularizer(embeddings_regularizer)
         self.embeddings_constraint = embeddings_constraint
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
@@ -252,8 +254,58 @@ class Embedding(Layer):
         return {**super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
-                "embeddings_regularizer": _serialize_regularizer(self.embeddings_regularizer),
+                "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
                 "embeddings_constraint": None, "mask_zero": self.mask_zero}
+
+
+class ReversibleEmbedding(Embedding):
+    """An `Embedding` that can also map vectors back to token logits: ``layer(ids)`` embeds,
+    ``layer(vectors, reverse=True)`` returns ``vectors @ embeddings^T`` (tied) or ``vectors @
+    reverse_embeddings`` (``tie_weights=False``), optionally soft-capped
+    ``cap * tanh(logits / cap)`` (``logit_soft_cap``)."""
+
+    def __init__(self, input_dim, output_dim, tie_weights=True, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
+                 reverse_dtype=None, logit_soft_cap=None, **kwargs):
+        super().__init__(input_dim, output_dim, embeddings_initializer=embeddings_initializer,
+                         embeddings_regularizer=embeddings_regularizer,
+                         embeddings_constraint=embeddings_constraint, mask_zero=mask_zero,
+                         **kwargs)
+        self.tie_weights, self.reverse_dtype = tie_weights, reverse_dtype
+        self.logit_soft_cap = logit_soft_cap
+
+    def build(self, input_shape=None):
+        super().build(input_shape)
+        if not self.tie_weights:
+            self.reverse_embeddings = self.add_weight(
+                shape=(self.output_dim, self.input_dim), name="reverse_embeddings",
+                initializer=self.embeddings_initializer)
+
+    def call(self, inputs, reverse=False):
+        if not reverse:
+            return super().call(inputs)
+        kernel = ops.transpose(self.embeddings) if self.tie_weights else self.reverse_embeddings
+        if self.reverse_dtype is not None:
+            inputs, kernel = ops.cast(inputs, self.reverse_dtype), ops.cast(kernel,
+                                                                           self.reverse_dtype)
+        logits = ops.matmul(inputs, kernel)
+        if self.logit_soft_cap is not None:
+            logits = ops.tanh(logits / self.logit_soft_cap) * self.logit_soft_cap
+        return logits
+
+    def compute_mask(self, inputs, mask=None):
+        if inputs is None or getattr(inputs, "dtype", np.dtype("int64")).kind == "f":
+            return None  # a reverse call (float vectors in) has no token mask
+        return super().compute_mask(inputs, mask)
+
+    def compute_output_shape(self, input_shape, reverse=False):
+        if reverse:
+            return tuple(input_shape[:-1]) + (self.input_dim,)
+        return super().compute_output_shape(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "tie_weights": self.tie_weights,
+                "reverse_dtype": self.reverse_dtype, "logit_soft_cap": self.logit_soft_cap}
 
 
 class Rescaling(Layer):

@@ -1,5 +1,5 @@
 """Normalization layers: BatchNormalization, LayerNormalization, GroupNormalization,
-UnitNormalization.
+UnitNormalization and RMSNormalization.
 
 Batch and layer normalization in training use the fused ops of `kerasrs.ops.normalization`
 (one tape entry, closed-form backward); the others compose `kerasrs.ops`.
@@ -9,11 +9,13 @@ import numpy as np
 
 from kerasrs import initializers, ops
 from kerasrs.layers import padding
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.ops import normalization as norm_ops
 from kerasrs.ops.core import constant
 
-__all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization"]
+__all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization",
+           "RMSNormalization"]
 
 
 def _check_axes(layer, axes, input_shape):
@@ -39,8 +41,8 @@ class _ScaleShift:
         self.center, self.scale = bool(center), bool(scale)
         self.beta_initializer = initializers.get(beta_initializer)
         self.gamma_initializer = initializers.get(gamma_initializer)
-        self.beta_regularizer = _get_regularizer(beta_regularizer)
-        self.gamma_regularizer = _get_regularizer(gamma_regularizer)
+        self.beta_regularizer = get_regularizer(beta_regularizer)
+        self.gamma_regularizer = get_regularizer(gamma_regularizer)
         self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
         self.gamma = self.beta = None
 
@@ -58,8 +60,8 @@ class _ScaleShift:
         return {"center": self.center, "scale": self.scale,
                 "beta_initializer": initializers.serialize(self.beta_initializer),
                 "gamma_initializer": initializers.serialize(self.gamma_initializer),
-                "beta_regularizer": _serialize_regularizer(self.beta_regularizer),
-                "gamma_regularizer": _serialize_regularizer(self.gamma_regularizer),
+                "beta_regularizer": serialize_regularizer(self.beta_regularizer),
+                "gamma_regularizer": serialize_regularizer(self.gamma_regularizer),
                 "beta_constraint": None, "gamma_constraint": None}
 
 
@@ -358,3 +360,35 @@ class UnitNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}
+
+
+class RMSNormalization(Layer):
+    """Root-mean-square layer normalization (Zhang & Sennrich 2019): ``x / sqrt(mean(x**2) +
+    epsilon) * scale`` over ``axis``; weight ``scale`` (ones)."""
+
+    def __init__(self, axis=-1, epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        self.axis, self.epsilon = axis, epsilon
+
+    def build(self, input_shape):
+        axes = sorted(self.axis) if isinstance(self.axis, (list, tuple)) else [self.axis]
+        self._axes = axes
+        shape = tuple(input_shape[a] for a in axes)
+        self.scale = self.add_weight(name="scale", shape=shape, initializer="ones")
+
+    def call(self, x):
+        axes = [a % x.ndim for a in self._axes]
+        scale = self.scale
+        if axes != list(range(x.ndim - len(axes), x.ndim)):  # place scale on its axes
+            shape = [1] * x.ndim
+            for a, n in zip(axes, self.scale.shape):
+                shape[a] = n
+            scale = ops.reshape(self.scale, tuple(shape))
+        ms = ops.mean(ops.square(x), axis=tuple(axes), keepdims=True)
+        return x * ops.rsqrt(ms + self.epsilon) * scale
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon}

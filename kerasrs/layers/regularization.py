@@ -4,7 +4,7 @@ only with ``training=True``; otherwise they return their input."""
 
 import numpy as np
 
-from kerasrs import ops
+from kerasrs import ops, regularizers
 from kerasrs.backend import settings
 from kerasrs.layers.base import Layer
 from kerasrs.layers.core import Dropout, resolve_noise_shape
@@ -156,8 +156,6 @@ class ActivityRegularization(Layer):
     supports_masking = True
 
     def __init__(self, l1=0.0, l2=0.0, **kwargs):
-        from kerasrs import regularizers
-
         super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
         self.l1, self.l2 = float(l1), float(l2)
 

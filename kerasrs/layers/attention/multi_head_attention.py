@@ -7,7 +7,8 @@ import numpy as np
 
 from kerasrs import initializers, ops
 from kerasrs.layers.attention.einsum_dense import EinsumDense
-from kerasrs.layers.base import Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.layers.recurrent.cells import dropout_mask
 from kerasrs.ops import attention as attention_ops
 from kerasrs.ops import projection as projection_ops
@@ -107,8 +108,8 @@ class MultiHeadAttention(Layer):
         self.attention_axes = tuple(attention_axes) if attention_axes is not None else None
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
 
     def _dense(self, free, bound, out_dims, name):
@@ -286,8 +287,8 @@ class MultiHeadAttention(Layer):
                 else list(self.attention_axes), "sliding_window": None,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+                "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
+                "bias_regularizer": serialize_regularizer(self.bias_regularizer),
                 "kernel_constraint": None, "bias_constraint": None, "seed": self.seed}
 
 

@@ -1,4 +1,5 @@
-"""Forward and float64 gradient checks for kerasrs/ops/control.py and kerasrs/ops/nn_extra.py."""
+"""Forward and float64 gradient checks for kerasrs/ops/control.py and the smaller ``ops.nn``
+functions (sparsemax, multi_hot, psnr, depth/space rearrangements, rms_normalization...)."""
 
 import numpy as np
 import pytest
@@ -61,7 +62,7 @@ def test_structured_updates():
     check_gradients(lambda x: ops.nan_to_num(x), [X])
 
 
-def test_nn_extra():
+def test_smaller_nn_ops():
     p = nn.sparsemax(np.array([[1.0, 2.0, 0.1], [0.5, 0.5, 0.5]])).numpy()
     np.testing.assert_allclose(p, [[0, 1, 0], [1 / 3, 1 / 3, 1 / 3]])
     check_gradients(lambda x: nn.sparsemax(x), [X * 0.3])

@@ -8,6 +8,7 @@ import numpy as np
 from kerasrs.autodiff import Function, convert_to_tensor
 from kerasrs.ops import core, layout, math
 from kerasrs.ops.core import constant, getitem
+from kerasrs.ops.dispatch import op
 
 
 def _split(packed):
@@ -50,16 +51,19 @@ class FFT(Function):
         return adj.real.astype(gy.dtype), adj.imag.astype(gy.dtype)
 
 
+@op
 def fft(x):
     """FFT over the last axis of the complex input ``x = (real, imag)``; returns a pair."""
     return _split(FFT(1, False).apply(*_pair(x)))
 
 
+@op
 def fft2(x):
     """2-D FFT over the last two axes of ``(real, imag)``; returns a pair."""
     return _split(FFT(2, False).apply(*_pair(x)))
 
 
+@op
 def ifft2(x):
     """Inverse 2-D FFT over the last two axes of ``(real, imag)``; returns a pair."""
     return _split(FFT(2, True).apply(*_pair(x)))
@@ -87,6 +91,7 @@ class RFFT(Function):
         return (out,)
 
 
+@op
 def rfft(x, fft_length=None):
     """FFT of a real signal over its last axis: ``(real, imag)`` of length
     ``fft_length // 2 + 1`` (the signal is cut or zero-padded to ``fft_length``)."""
@@ -121,6 +126,7 @@ class IRFFT(Function):
         return out.real.astype(gy.dtype), out.imag.astype(gy.dtype)
 
 
+@op
 def irfft(x, fft_length=None):
     """Inverse of `rfft`: a real signal of length ``fft_length`` (default ``2 * (bins - 1)``)
     from ``(real, imag)``. The imaginary parts of the zero and Nyquist bins are ignored."""
@@ -140,6 +146,7 @@ def _window(window, length, dtype):
     return np.asarray(convert_to_tensor(window).numpy(), dtype=dtype)
 
 
+@op
 def extract_sequences(x, sequence_length, sequence_stride):
     """Frames of the last axis: (..., n) -> (..., num_frames, sequence_length), with
     ``num_frames = 1 + (n - sequence_length) // sequence_stride``."""
@@ -160,6 +167,7 @@ def _padded_window(window, sequence_length, fft_length, dtype):
     return np.pad(win, (left, fft_length - sequence_length - left))
 
 
+@op
 def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=True):
     """Short-time Fourier transform of real signals (..., n), as Keras: frames of
     ``fft_length`` samples every ``sequence_stride``, times the ``sequence_length`` window
@@ -185,6 +193,7 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=
     return rfft(frames, fft_length)
 
 
+@op
 def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="hann",
           center=True):
     """Inverse of `stft`: windowed overlap-add of the inverse FFTs, divided by the summed
@@ -209,6 +218,3 @@ def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="
     if length is not None:
         y = getitem(y, (Ellipsis, slice(0, length)))
     return y
-
-
-__all__ = ["fft", "fft2", "ifft2", "rfft", "irfft", "stft", "istft", "extract_sequences"]

@@ -1,5 +1,6 @@
-"""Forward values against NumPy and float64 gradient checks for the ops in
-kerasrs/ops/elementwise.py and kerasrs/ops/numpy_extra.py."""
+"""Forward values against NumPy and float64 gradient checks for the NumPy-named ops: elementwise,
+creation, layout, stacking, matrices, reduction, nan_reductions, statistics, searching, complex
+and windows (kerasrs/ops/<concept>.py)."""
 
 import numpy as np
 import pytest
