@@ -200,6 +200,26 @@ def test_loss_scale_has_a_floor_in_fit():
     assert np.isfinite(model.get_weights()[0]).all() and model.get_weights()[0][0, 0] < 1.0
 
 
+def test_float16_training_warns_at_compile():
+    try:
+        kerasrs.config.set_floatx("float16")
+        for model in (kerasrs.Sequential([layers.Input((4,)), layers.Dense(1)]),
+                      kerasrs.Sequential([layers.Dense(1)])):  # built, and not yet built
+            with pytest.warns(UserWarning) as record:
+                model.compile("adam", "mse")
+            assert len(record) == 1
+            assert "are float16" in str(record[0].message)
+            assert "Use the 'mixed_float16' policy instead" in str(record[0].message)
+    finally:
+        kerasrs.config.set_floatx("float32")
+    for policy in ("mixed_float16", "float32"):
+        kerasrs.config.set_dtype_policy(policy)
+        model = kerasrs.Sequential([layers.Input((4,)), layers.Dense(1)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model.compile("adam", "mse")
+
+
 def test_loss_scale_optimizer_config_round_trip():
     opt = LossScaleOptimizer(kerasrs.optimizers.Adam(0.01), initial_scale=1024.0,
                              dynamic_growth_steps=10)

@@ -1,4 +1,5 @@
-"""Checks of the values in the data, run once per ``fit``/``evaluate`` (cheap next to an epoch).
+"""Checks of the values in the data, run once per ``fit``/``evaluate`` (cheap next to an epoch),
+and of the model's variable dtypes at ``compile``.
 
 `check_data` raises clear errors for data a model cannot learn from (complex numbers, sample
 weights of the wrong shape, class weights for classes that do not exist, fractional class ids for
@@ -177,3 +178,22 @@ def _check_class_weight(model, method, y, class_weight):
         if not ok:
             raise ValueError(f"Model.{method}: `class_weight` values must be finite numbers. "
                              f"Received: class_weight[{key}]={value!r}")
+
+
+def check_variable_dtypes(model, stacklevel=3):
+    """Warn at ``compile`` when the model trains float16 variables (``set_floatx("float16")``
+    or the "float16" policy): optimizer updates smaller than float16's spacing are lost and
+    Adam's second moment underflows to 0, so training stalls or turns NaN without an error.
+    ``stacklevel``: the user's call, counted from this function."""
+    weights = model.trainable_weights
+    half = [w.path for w in weights if np.dtype(w.dtype) == np.float16]
+    if not half and (weights or getattr(model.dtype_policy, "variable_dtype", None) != "float16"):
+        return
+    which = f"{len(half)} of {len(weights)} trainable variables ({half[0]}, ...)" if half else \
+        "the trainable variables (dtype policy 'float16')"
+    warnings.warn(f"Model.compile: {which} are float16. Optimizer steps smaller than float16's "
+                  "spacing are lost and Adam's second moment underflows to 0, so training "
+                  "stalls or turns NaN without an error. Use the 'mixed_float16' policy instead "
+                  "(kerasrs.mixed_precision.set_dtype_policy('mixed_float16') before building "
+                  "the model): layers compute in float16, keep float32 variables, and compile "
+                  "adds loss scaling.", UserWarning, stacklevel=stacklevel + 1)

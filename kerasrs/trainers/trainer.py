@@ -99,6 +99,7 @@ class Trainer:
         self._train_variables = self._loss_layers = None
         self.compiled = True
         self.stop_training = False
+        input_checks.check_variable_dtypes(self)
         self._compile_config = {
             "optimizer": optimizer if isinstance(optimizer, str) else
             optimizers.serialize(self.optimizer), "loss": loss, "loss_weights": loss_weights,
