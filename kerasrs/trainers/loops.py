@@ -1,7 +1,9 @@
 """The loops behind `Model.fit`, ``evaluate`` and ``predict``: each walks one `RunState` (see
 `kerasrs.trainers.trainer` for the numbers they report)."""
 
-from kerasrs.trainers import epoch_iterator, interrupts
+import warnings
+
+from kerasrs.trainers import epoch_iterator, input_checks, interrupts
 
 
 def fit(run):
@@ -31,7 +33,12 @@ def fit(run):
             for step, batch in enumerate(epoch_batches):
                 if run.hooks:
                     cbs.on_train_batch_begin(step)
-                out = run.step(*dist.shard_step(batch))  # data-parallel: this process's rows
+                try:
+                    out = run.step(*dist.shard_step(batch))  # data-parallel: this process's rows
+                except input_checks.NonFiniteLoss as e:  # NaN/inf in the data (TerminateOnNaN)
+                    warnings.warn(e.message(epoch, run.epochs, step), RuntimeWarning, stacklevel=3)
+                    model.stop_training = True  # after this batch's hooks, as TerminateOnNaN
+                    out = model.get_metrics_result()
                 if run.custom:
                     step_logs = out
                 if run.hooks:
