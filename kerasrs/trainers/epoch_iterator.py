@@ -366,6 +366,8 @@ class EpochIterator:
 
     def _ran_out(self, step):
         self.exhausted = self.exhausted or self.adapter.one_shot
+        if self.exhausted and not self.resume:
+            return  # fit's validation: the fit loop says that validation stops
         tail = "" if not self.resume else (
             "Make sure that the generator can produce `steps_per_epoch * epochs` batches; "
             "training stops here." if self.exhausted else

@@ -186,3 +186,21 @@ def test_generators_and_pydatasets_report_a_bad_len_naming_it(length, error, rec
     with pytest.raises(error, match=rf"Batches.__len__ must return the number of batches, an "
                                     rf"int >= 0. Received: {received}"):
         _classifier().fit(data, verbose=0)
+
+
+def test_generators_and_pydatasets_a_spent_validation_generator_stops_validation_once():
+    def two_batches():
+        yield X[:8], LABELS[:8]
+        yield X[8:16], LABELS[8:16]
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        history = _classifier().fit(X, LABELS, epochs=4, validation_data=two_batches(),
+                                    verbose=0)
+    messages = _messages(record)
+    assert len(messages) == 1, messages  # in the epoch where it runs dry, not in every later one
+    assert "`validation_data` (a generator) ran out of batches during the validation of " \
+        "epoch 2, and it cannot restart: validation stops here" in messages[0]
+    logs = history.history
+    assert len(logs["loss"]) == len(logs["accuracy"]) == 4
+    assert len(logs["val_loss"]) == len(logs["val_accuracy"]) == 1  # epoch 1, nothing partial
