@@ -426,7 +426,7 @@ class Trainer:
             The `History` callback; ``history.history`` maps each log name to a list per epoch.
 
         Raises:
-            RuntimeError: if the model is not compiled.
+            RuntimeError: if the model is not compiled, or another thread fits or evaluates it.
             ValueError: for data of different lengths, no samples, None or non-numeric data,
                 ``epochs`` that is not an int >= 0, or other bad arguments.
         """
@@ -453,7 +453,8 @@ class Trainer:
                     validation_steps, "fit (validation_data)", resume=False)
             run = self._fit_state(batches, val, epochs, initial_epoch, verbose, callbacks,
                                   validation_freq, pad_last_batch)
-            return loops.fit(run)
+            with run_state.metrics_in_use(self, "fit"):
+                return loops.fit(run)
         finally:
             self._fit_distribution = self._data_check = None  # fit is over, even after an error
             lock.release()
@@ -515,6 +516,8 @@ class Trainer:
 
         Raises:
             TypeError: for ``x`` of a kind not listed above.
+            RuntimeError: while another thread fits or evaluates this model (both runs would
+                update the same metric state).
         """
         self._require_compiled("evaluate")
         batches = self._epoch_iterator("evaluate", x, y, sample_weight, batch_size, steps=steps)
@@ -527,7 +530,8 @@ class Trainer:
         run = run_state.RunState(self, batches, cbs, test_step, custom,
                                  distribution=self._fit_distribution)
         try:
-            logs = loops.evaluate(run)
+            with run_state.metrics_in_use(self, "evaluate"):
+                logs = loops.evaluate(run)
         finally:
             run.close()
         return self._ordered(logs, return_dict)

@@ -3,13 +3,15 @@
 Behaviour chosen (Keras does none of it): NaN or inf in fit's data warn and then arm Keras's
 ``TerminateOnNaN``: fit stops at the first batch whose loss is not finite, before its update.
 Arrays larger than `input_checks.UP_FRONT_BYTES` are checked batch by batch as they are read.
-Generators and PyDatasets get the checks that arrays get, batch by batch.
+Generators and PyDatasets get the checks that arrays get, batch by batch. A second thread's
+``evaluate`` on a model that is being fitted or evaluated raises instead of mixing metrics.
 """
 
 import json
 import pathlib
 import subprocess
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -204,3 +206,50 @@ def test_generators_and_pydatasets_a_spent_validation_generator_stops_validation
     logs = history.history
     assert len(logs["loss"]) == len(logs["accuracy"]) == 4
     assert len(logs["val_loss"]) == len(logs["val_accuracy"]) == 1  # epoch 1, nothing partial
+
+
+# -- concurrency ----------------------------------------------------------------------------------
+def test_concurrent_evaluate_on_one_model_is_refused_not_wrong():
+    model = _classifier()
+    x = np.random.default_rng(1).normal(size=(256, 4)).astype("float32")
+    labels = np.random.default_rng(2).integers(0, 3, 256)
+    want = model.evaluate(x, labels, verbose=0)
+    started, release, results, errors = threading.Event(), threading.Event(), [], []
+
+    class Hold(kerasrs.callbacks.Callback):
+        def on_test_batch_end(self, batch, logs=None):
+            if batch == 0:
+                started.set()
+                release.wait(30)
+
+    def first():
+        results.append(model.evaluate(x, labels, batch_size=32, callbacks=[Hold()], verbose=0))
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    started.wait(30)
+    try:
+        for call in (lambda: model.evaluate(x * 3, labels, verbose=0),
+                     lambda: model.fit(x, labels, verbose=0)):
+            try:
+                call()
+            except RuntimeError as e:
+                errors.append(str(e))
+    finally:
+        release.set()
+        thread.join()
+    assert len(errors) == 2 and "is running evaluate() in another thread" in errors[0], errors
+    np.testing.assert_allclose(results[0], want, rtol=1e-6)  # the first run's numbers are right
+    np.testing.assert_allclose(model.evaluate(x, labels, verbose=0), want, rtol=1e-6)
+
+
+def test_evaluate_inside_fit_in_the_same_thread_still_works():
+    model = _classifier()
+    seen = []
+
+    class EvaluateEachEpoch(kerasrs.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(self.model.evaluate(X, LABELS, verbose=0))
+
+    model.fit(X, LABELS, epochs=2, callbacks=[EvaluateEachEpoch()], verbose=0)
+    assert len(seen) == 2
