@@ -5,7 +5,7 @@ import contextlib
 import numpy as np
 
 from kerasrs import backend as backend_module
-from kerasrs.distribution import mpi, reducer
+from kerasrs.distribution import mpi, reducer, threads
 
 _EXACT_REDUCTIONS = ("sum_over_batch_size", "mean")
 # Callbacks that only write logs (files, event files, HTTP posts): only rank 0 runs them.
@@ -37,7 +37,9 @@ class DataParallel:
     process end the whole job instead of leaving the others waiting; ``pip install
     "kerasrs[mpi]"`` brings mpi4py and the ``mpich`` wheel with its ``mpiexec``). On the CuPy
     backend make the distribution before building the model, so that its weights land on the
-    process's GPU.
+    process's GPU. Each process sizes its thread pools to its share of the node's cores when
+    the distribution is made (``threads_per_process``): N processes with a thread per core
+    each would oversubscribe the cores N times over.
 
     Exact for losses reduced with "sum_over_batch_size" (the default) or "mean", and for weight
     regularizers; losses reduced by "sum" or "mean_with_sample_weight", or with
@@ -54,19 +56,27 @@ class DataParallel:
         auto_shard_dataset: must be True: every process gets the same arrays and fit shards
             each batch.
         comm: the mpi4py communicator to use (defaults to ``MPI.COMM_WORLD``).
-        bucket_size_mb: size of an allreduce bucket in MiB (25, as in PyTorch DDP).
+        bucket_size_mb: float, the size in MiB from which an allreduce bucket is closed (25, as
+            in PyTorch DDP). The gradients are laid out last layer first and a bucket holds
+            whole weights, so smaller buckets start communicating earlier in backward (more
+            overlap) at the price of more, smaller collectives.
         overlap: start a bucket's allreduce as soon as backward has finished its gradients;
             False reduces the whole buffer once after backward.
+        threads_per_process: None (the default) sizes this process's BLAS, numba and kerasrs
+            kernel threads to its share of the node's cores, except those the user chose with
+            ``OMP_NUM_THREADS`` and the like; an int sets all of them (see
+            `kerasrs.distribution.threads`). Rank 0 prints one line with the choice.
 
     Raises:
         ImportError: without mpi4py (with the install line).
         RuntimeError: when the launcher started N processes but MPI sees a world of size 1.
-        ValueError: for ``devices`` not one per process.
+        ValueError: for ``devices`` not one per process, or a ``threads_per_process`` that is
+            not a positive int.
         NotImplementedError: for a ``device_mesh`` or ``auto_shard_dataset=False``.
     """
 
     def __init__(self, device_mesh=None, devices=None, auto_shard_dataset=True, comm=None,
-                 bucket_size_mb=25, overlap=True):
+                 bucket_size_mb=25, overlap=True, threads_per_process=None):
         if device_mesh is not None:
             raise NotImplementedError("DataParallel: device meshes (model parallelism) are not "
                                       f"supported; pass `devices` or nothing. Received: "
@@ -78,6 +88,7 @@ class DataParallel:
         self._mpi = mpi.load_mpi()
         self.comm = self._mpi.COMM_WORLD if comm is None else comm
         mpi.check_launcher(self.comm.Get_size())
+        self.threads = threads.configure(self.comm, self._mpi, threads_per_process)
         self.num_processes, self.process_id = self.comm.Get_size(), self.comm.Get_rank()
         self.devices = list(devices) if devices is not None else _device_names(
             self.num_processes)
@@ -251,7 +262,7 @@ class DataParallel:
 
     @property
     def comm_seconds(self):
-        """Wall time spent in gradient communication so far (for benchmarks)."""
+        """Wall time spent in gradient communication calls so far (for benchmarks)."""
         return 0.0 if self._reducer is None else self._reducer.comm_seconds
 
     def _transport_for(self, variable):
