@@ -22,8 +22,8 @@ class DataParallel:
     every process); each process takes a contiguous shard of every global batch of
     ``batch_size`` samples (a padded last batch included), computes the gradient of its mean
     loss, and one sum-allreduce per step (over a flat buffer, in buckets started while backward
-    still runs) turns ``n_local * gradient`` into the mean over the whole global batch (see
-    `kerasrs.distribution.reducer`). Every process therefore applies the same update, and
+    still runs) turns ``n_local / n_global * gradient`` into the mean over the whole global
+    batch (see `kerasrs.distribution.reducer`). Every process therefore applies the same update, and
     training matches single-process training on the same batches up to float rounding. ``fit``
     broadcasts rank 0's weights first; metrics are summed over processes before they are read,
     so the logs, the progress bar (rank 0 only) and the callbacks' decisions agree. Only rank 0
@@ -60,8 +60,9 @@ class DataParallel:
             in PyTorch DDP). The gradients are laid out last layer first and a bucket holds
             whole weights, so smaller buckets start communicating earlier in backward (more
             overlap) at the price of more, smaller collectives.
-        overlap: start a bucket's allreduce as soon as backward has finished its gradients;
-            False reduces the whole buffer once after backward.
+        overlap: start a bucket's allreduce as soon as backward has finished its gradients (a
+            thread of this process polls MPI meanwhile so that it makes progress); False
+            reduces the whole buffer once after backward.
         threads_per_process: None (the default) sizes this process's BLAS, numba and kerasrs
             kernel threads to its share of the node's cores, except those the user chose with
             ``OMP_NUM_THREADS`` and the like; an int sets all of them (see
@@ -98,7 +99,7 @@ class DataParallel:
         self.auto_shard_dataset = True
         self.batch_dim_name = "batch"
         self.bucket_size_mb, self.overlap = bucket_size_mb, overlap
-        self._reducer = self._reducer_key = self._transport = None
+        self._reducer = self._reducer_key = self._transport = self._step_rows = None
         if backend_module.backend() == "cupy":
             from kerasrs.backend import nccl
 
@@ -191,9 +192,11 @@ class DataParallel:
         """This process's part of one fit batch ``(x, y, sample_weight[, real_rows])``; for a
         padded last batch (``real_rows`` given) the count of real rows in the part follows."""
         part = self.shard_batch(tuple(batch[:3]))
+        rows = len(_first_leaf(batch[0]))
+        self._step_rows = rows if len(batch) == 3 else batch[3]  # the samples that count
         if len(batch) == 3:
             return part
-        lo, hi = self._bounds(len(_first_leaf(batch[0])))
+        lo, hi = self._bounds(rows)
         return (*part, min(max(batch[3] - lo, 0), hi - lo))
 
     def shard_batch(self, batch):
@@ -218,7 +221,8 @@ class DataParallel:
         return index[lo:hi]
 
     def gradients(self, model, tape, target, variables, n_local):
-        """The gradients of ``target`` averaged over every process's samples of this step."""
+        """The gradients of ``target`` (the mean loss over this process's ``n_local`` samples)
+        averaged over every process's samples of the step `shard_step` last cut."""
         key = (id(model._compiled_loss), *(id(v) for v in variables))
         if self._reducer_key != key:
             _check_losses(model)
@@ -226,7 +230,7 @@ class DataParallel:
                 self._transport_for(variables[0]), variables,
                 int(self.bucket_size_mb * 2**20), self.overlap)
             self._reducer_key = key
-        return self._reducer.gradients(tape, target, n_local)
+        return self._reducer.gradients(tape, target, n_local / self._step_rows)
 
     def _bounds(self, n):
         return tuple(n * r // self.num_processes for r in (self.process_id, self.process_id + 1))
@@ -264,6 +268,11 @@ class DataParallel:
     def comm_seconds(self):
         """Wall time spent in gradient communication calls so far (for benchmarks)."""
         return 0.0 if self._reducer is None else self._reducer.comm_seconds
+
+    @property
+    def wait_seconds(self):
+        """The part of `comm_seconds` spent waiting for the allreduce after backward ended."""
+        return 0.0 if self._reducer is None else self._reducer.wait_seconds
 
     def _transport_for(self, variable):
         if self._transport is None:

@@ -1,36 +1,113 @@
 """The gradient allreduce: one flat buffer per model, reduced in buckets as backward fills it.
 
-Each process puts ``n_local * gradient`` (``n_local``: its samples in this step) into the buffer,
-with ``n_local`` itself in the last slot; after the sum every process divides by that slot, the
-global sample count. A mean-reduced loss over a shard, times the shard's size, is that shard's
-sum of per-sample losses, so the result is the gradient of the mean over the whole global batch,
-short last batch included. Bucketing follows PyTorch's DistributedDataParallel (Li et al., 2020,
-"PyTorch Distributed: Experiences on Accelerating Data Parallel Training", VLDB, section 3.2): the
-variables are laid out in reverse order, the order in which backward finishes them, and a bucket
-is sent (nonblocking) as soon as all of its gradients are final.
+Each process puts ``share * gradient`` into the buffer, ``share`` being its part of the step's
+samples (``n_local / n_global``); the sum over processes is then the gradient of the mean loss
+over the whole global batch (a mean over a shard, times the shard's part of the batch, is that
+shard's sum of per-sample losses over the global count), short last batch and empty shards
+included, with no pass over the buffer after the sum. Bucketing follows PyTorch's
+DistributedDataParallel (Li et al., 2020, "PyTorch Distributed: Experiences on Accelerating Data
+Parallel Training", VLDB, section 3.2): the variables are laid out in reverse order, the order in
+which backward finishes them, and a bucket is sent (nonblocking) as soon as all of its gradients
+are final.
+
+Overlap needs progress: MPICH (like most MPIs) advances a nonblocking collective only inside MPI
+calls, and backward makes none while a kernel runs, so a bucket started during backward used to
+sit untouched until the wait after it. `MpiTransport` therefore polls the started buckets from a
+thread of its own (`Progress`) while backward computes; the timestamps in
+`GradientReducer.last_step` show when each bucket started and finished against the end of
+backward.
 """
 
+import threading
 import time
 
 import numpy as np
 
 from kerasrs import autodiff
 
+# Seconds the progress thread sleeps between polls. Each poll advances every started bucket by
+# one protocol step (a handshake or a copy), so a bucket needs a few polls; one poll costs ~5 us
+# of the core the process computes on. 200 us keeps that under 3% while a 1 MiB bucket still
+# finishes within a millisecond of the other process starting it.
+POLL_SECONDS = 2e-4
+
+
+class Progress:
+    """A daemon thread that tests started MPI requests until they complete, so that they make
+    progress while this process computes. Only this thread touches a request until `take` hands
+    the unfinished ones back (MPI forbids two threads using one request at once).
+
+    Needs ``MPI_THREAD_MULTIPLE`` (mpi4py's default).
+    """
+
+    def __init__(self, mpi, poll_seconds=POLL_SECONDS):
+        self.mpi, self.poll_seconds = mpi, poll_seconds
+        self._pending = []  # [Request], in start order
+        self._done_at = {}  # id(Request) -> time.perf_counter() when it completed
+        self._cv = threading.Condition()
+        self._thread = None
+
+    def add(self, request):
+        with self._cv:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="kerasrs-mpi-progress",
+                                                daemon=True)
+                self._thread.start()
+            self._pending.append(request)
+            self._cv.notify()
+
+    def take(self):
+        """The requests not finished yet (the caller waits for them), and ``{id(request): time
+        finished}`` for those that the thread saw finish since the last call."""
+        with self._cv:  # the thread polls under this lock: after it, it no longer touches them
+            pending, self._pending = self._pending, []
+            done_at, self._done_at = self._done_at, {}
+        return pending, done_at
+
+    def _run(self):
+        while True:
+            with self._cv:
+                while not self._pending:
+                    self._cv.wait()
+                finished = self.mpi.Request.Testsome(self._pending)
+                if finished:
+                    now = time.perf_counter()
+                    for i in finished:
+                        self._done_at[id(self._pending[i])] = now
+                    self._pending = [r for i, r in enumerate(self._pending)
+                                     if i not in finished]
+            time.sleep(self.poll_seconds)  # outside the lock: `take` never waits for a sleep
+
 
 class MpiTransport:
-    """Sum-allreduce of host arrays over an mpi4py communicator."""
+    """Sum-allreduce of host arrays over an mpi4py communicator, progressed by a `Progress`
+    thread while backward runs (when MPI allows threads: ``MPI_THREAD_MULTIPLE``)."""
 
     def __init__(self, comm, mpi):
         self.comm, self.mpi = comm, mpi
+        threaded = mpi.Query_thread() == mpi.THREAD_MULTIPLE
+        self.progress_thread = Progress(mpi) if threaded else None
+        self.done_at = {}  # id(request) -> when it finished, for the last wait_all's requests
 
     def start(self, array):
-        return self.comm.Iallreduce(self.mpi.IN_PLACE, array, op=self.mpi.SUM)
+        request = self.comm.Iallreduce(self.mpi.IN_PLACE, array, op=self.mpi.SUM)
+        if self.progress_thread is not None:
+            self.progress_thread.add(request)
+        return request
 
     def progress(self, requests):
-        self.mpi.Request.Testall(requests)  # MPI advances nonblocking collectives inside calls
+        if self.progress_thread is None:  # no thread: advance them on this one, now and then
+            self.mpi.Request.Testall(requests)
 
     def wait_all(self, requests):
+        """Wait for ``requests``; afterwards `done_at` says when each one finished."""
+        done_at = {}
+        if self.progress_thread is not None:
+            requests, done_at = self.progress_thread.take()
         self.mpi.Request.Waitall(requests)
+        now = time.perf_counter()
+        done_at.update((id(r), now) for r in requests)
+        self.done_at = done_at
 
 
 class GradientReducer:
@@ -43,7 +120,13 @@ class GradientReducer:
         overlap: start each bucket during backward (True) or reduce the whole buffer after it.
 
     Attributes:
-        comm_seconds: wall time spent inside communication calls so far (for benchmarks).
+        comm_seconds: wall time spent inside communication calls so far (starting buckets and
+            waiting for them after backward; for benchmarks).
+        wait_seconds: the part of ``comm_seconds`` spent waiting after backward had ended.
+        last_step: `time.perf_counter` stamps of the last step, a dict: ``begin`` (backward
+            starts), ``started`` (one per bucket, in bucket order), ``backward_end`` (the last
+            gradient is in the buffer), ``finished`` (one per bucket: when it was seen complete;
+            None where the transport cannot tell) and ``end`` (all reduced).
     """
 
     def __init__(self, transport, variables, bucket_bytes=25 * 2**20, overlap=True):
@@ -56,7 +139,7 @@ class GradientReducer:
         be = self.variables[0].backend
         self.xp = be.xp
         total = sum(v.size for v in self.variables)
-        self.buffer = self.xp.zeros(total + 1, dtypes[0])  # + the sample-count slot
+        self.buffer = self.xp.zeros(total, dtypes[0])
         self.views, self.bucket_of, self.buckets = {}, {}, []
         start = offset = 0
         for v in reversed(self.variables):
@@ -67,18 +150,21 @@ class GradientReducer:
                 self.buckets.append((start, offset))
                 start = offset
         if start < total or not self.buckets:
-            self.buckets.append((start, total + 1))  # the last bucket carries the count
-        else:
-            self.buckets[-1] = (self.buckets[-1][0], total + 1)
-        self.comm_seconds = 0.0
+            self.buckets.append((start, total))
+        self.comm_seconds = self.wait_seconds = 0.0
+        self.last_step = {}
 
-    def gradients(self, tape, target, n_local):
+    def gradients(self, tape, target, share):
         """``tape.gradient(target, variables)`` averaged over every process's samples.
+
+        Args:
+            share: this process's samples in the step over all processes' (``n_local /
+                n_global``, a Python float); ``target`` is the mean loss over its samples.
 
         Returns:
             One `Tensor` per variable (views into the buffer, valid until the next step).
         """
-        self._begin(n_local)
+        self._begin(share)
         tape._on_gradient_ready = self._fill if self.overlap else None
         grads = tape.gradient(target, self.variables)
         for v, g in zip(self.variables, grads):
@@ -87,21 +173,21 @@ class GradientReducer:
         self._finish()
         return [autodiff.Tensor(self.views[id(v)], backend=v.backend) for v in self.variables]
 
-    def _begin(self, n_local):
-        self._n_local = n_local
+    def _begin(self, share):
+        self._share = share
         self._filled = set()
         self._missing = [0] * len(self.buckets)
         for v in self.variables:
             self._missing[self.bucket_of[id(v)]] += 1
         self._next, self._requests = 0, []
-        self.buffer[-1] = n_local
+        self.last_step = {"begin": time.perf_counter(), "started": []}
 
     def _fill(self, variable, gradient):
         view = self.views[id(variable)]
         if gradient is None:
             view[...] = 0
         else:
-            self.xp.multiply(gradient, self._n_local, out=view)
+            self.xp.multiply(gradient, self._share, out=view)
         self._filled.add(id(variable))
         self._missing[self.bucket_of[id(variable)]] -= 1
         if self.overlap:
@@ -111,8 +197,10 @@ class GradientReducer:
         """Start the complete buckets, strictly in order, so every process issues the same
         sequence of collectives."""
         tic = time.perf_counter()
+        started = self.last_step["started"]
         while self._next < len(self.buckets) and self._missing[self._next] == 0:
             start, stop = self.buckets[self._next]
+            started.append(time.perf_counter())
             self._requests.append(self.transport.start(self.buffer[start:stop]))
             self._next += 1
         if self._requests:
@@ -120,12 +208,18 @@ class GradientReducer:
         self.comm_seconds += time.perf_counter() - tic
 
     def _finish(self):
+        step = self.last_step
+        step["backward_end"] = time.perf_counter()
         if self.overlap:
             self._start_ready()
         tic = time.perf_counter()
         if not self.overlap:  # one allreduce over the whole buffer
+            step["started"].append(tic)
             self._requests = [self.transport.start(self.buffer)]
+        wait_tic = time.perf_counter()
         self.transport.wait_all(self._requests)
-        self.comm_seconds += time.perf_counter() - tic
-        count = self.buffer[-1:].copy()
-        self.buffer /= count  # the count slot becomes 1; the next step overwrites it
+        step["end"] = toc = time.perf_counter()
+        self.comm_seconds += toc - tic
+        self.wait_seconds += toc - wait_tic
+        done_at = getattr(self.transport, "done_at", {})
+        step["finished"] = [done_at.get(id(r)) for r in self._requests]
