@@ -7,12 +7,14 @@ skip, saying why, without mpi4py or an ``mpiexec`` next to the Python in use; ``
 
 import importlib.util
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
 
 import pytest
 
+REPO = str(pathlib.Path(__file__).resolve().parents[2])
 MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "BLIS_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -26,11 +28,15 @@ needs_mpi = pytest.mark.skipif(
 
 
 def run(args, ranks=None, env=None):
-    """Run ``python ARGS`` (under ``mpiexec -n RANKS`` when given); assert it succeeded."""
+    """Run ``python ARGS`` (under ``mpiexec -n RANKS`` when given) on this checkout's kerasrs
+    (a script's own folder comes first on its path, not the current one); assert it
+    succeeded."""
+    env = dict(env or ENV)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, *map(str, args)]
     if ranks is not None:  # `-m mpi4py`: an error on one process aborts them all (no hang)
         cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", *map(str, args)]
-    done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=120,
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
     return done
