@@ -57,9 +57,10 @@ class DataParallel:
             each batch.
         comm: the mpi4py communicator to use (defaults to ``MPI.COMM_WORLD``).
         bucket_size_mb: float, the size in MiB from which an allreduce bucket is closed (25, as
-            in PyTorch DDP). The gradients are laid out last layer first and a bucket holds
-            whole weights, so smaller buckets start communicating earlier in backward (more
-            overlap) at the price of more, smaller collectives.
+            in PyTorch DDP; the first bucket closes at 1 MiB already, as there). The gradients
+            are laid out last layer first and a bucket holds whole weights, so smaller buckets
+            start communicating earlier in backward (more overlap) at the price of more,
+            smaller collectives.
         overlap: start a bucket's allreduce as soon as backward has finished its gradients (a
             thread of this process polls MPI meanwhile so that it makes progress); False
             reduces the whole buffer once after backward.
@@ -226,10 +227,12 @@ class DataParallel:
         key = (id(model._compiled_loss), *(id(v) for v in variables))
         if self._reducer_key != key:
             _check_losses(model)
-            self._reducer = reducer.GradientReducer(
+            self._reducer = None if self.num_processes == 1 else reducer.GradientReducer(
                 self._transport_for(variables[0]), variables,
                 int(self.bucket_size_mb * 2**20), self.overlap)
             self._reducer_key = key
+        if self._reducer is None:  # one process: nothing to reduce, no buffer to copy into
+            return tape.gradient(target, variables)
         return self._reducer.gradients(tape, target, n_local / self._step_rows)
 
     def _bounds(self, n):

@@ -30,6 +30,9 @@ from kerasrs import autodiff
 # of the core the process computes on. 200 us keeps that under 3% while a 1 MiB bucket still
 # finishes within a millisecond of the other process starting it.
 POLL_SECONDS = 2e-4
+# The first bucket (the last layers' gradients) closes at 1 MiB whatever the bucket size, as
+# PyTorch DDP's first bucket does: its reduction then overlaps the rest of backward.
+FIRST_BUCKET_BYTES = 2**20
 
 
 class Progress:
@@ -116,7 +119,9 @@ class GradientReducer:
     Args:
         transport: `MpiTransport` or `kerasrs.backend.nccl.NcclTransport`.
         variables: the trainable `Variable`s, in the order the model lists them.
-        bucket_bytes: target bucket size; a bucket holds whole variables.
+        bucket_bytes: target bucket size; a bucket holds whole variables. The first bucket
+            closes at `FIRST_BUCKET_BYTES` already (as in DDP), so that communication starts
+            early in backward.
         overlap: start each bucket during backward (True) or reduce the whole buffer after it.
 
     Attributes:
@@ -146,7 +151,8 @@ class GradientReducer:
             self.views[id(v)] = self.buffer[offset:offset + v.size].reshape(v.shape)
             self.bucket_of[id(v)] = len(self.buckets)
             offset += v.size
-            if (offset - start) * self.buffer.itemsize >= bucket_bytes:
+            cap = min(bucket_bytes, FIRST_BUCKET_BYTES) if not self.buckets else bucket_bytes
+            if (offset - start) * self.buffer.itemsize >= cap:
                 self.buckets.append((start, offset))
                 start = offset
         if start < total or not self.buckets:

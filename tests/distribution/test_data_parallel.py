@@ -86,6 +86,17 @@ def test_padded_last_batch_and_pydataset_input_match_single_process(tmp_path, fl
 
 
 @needs_mpi
+def test_one_process_trains_exactly_as_without_a_distribution(tmp_path, single_process):
+    out = tmp_path / "one"
+    out.mkdir()
+    run([SCRIPT, out, "float64", "--parallel"])  # no mpiexec: MPI's world of one
+    result, reference = np.load(out / "rank0.npz"), single_process("float64")
+    assert int(result["size"]) == 1
+    for key in ("arr_0", "arr_1", "arr_2", "arr_3", "loss"):
+        np.testing.assert_array_equal(result[key], reference[key])
+
+
+@needs_mpi
 def test_reduce_after_backward_gives_the_same_weights(tmp_path):
     overlapped = _train(tmp_path / "overlap", "float64", 3)
     blocking = _train(tmp_path / "blocking", "float64", 3, "--no-overlap")
