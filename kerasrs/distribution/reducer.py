@@ -60,12 +60,12 @@ class Progress:
             self._cv.notify()
 
     def take(self):
-        """The requests not finished yet (the caller waits for them), and ``{id(request): time
-        finished}`` for those that the thread saw finish since the last call."""
+        """Stop polling the requests given so far (the caller waits for them); returns
+        ``{id(request): time finished}`` for those the thread saw finish."""
         with self._cv:  # the thread polls under this lock: after it, it no longer touches them
-            pending, self._pending = self._pending, []
+            self._pending = []
             done_at, self._done_at = self._done_at, {}
-        return pending, done_at
+        return done_at
 
     def _run(self):
         while True:
@@ -83,34 +83,38 @@ class Progress:
 
 
 class MpiTransport:
-    """Sum-allreduce of host arrays over an mpi4py communicator, progressed by a `Progress`
-    thread while backward runs (when MPI allows threads: ``MPI_THREAD_MULTIPLE``)."""
+    """Sum-allreduce of host arrays over an mpi4py communicator; `progress` hands the started
+    requests to a `Progress` thread (when MPI allows threads: ``MPI_THREAD_MULTIPLE``)."""
 
     def __init__(self, comm, mpi):
         self.comm, self.mpi = comm, mpi
         threaded = mpi.Query_thread() == mpi.THREAD_MULTIPLE
         self.progress_thread = Progress(mpi) if threaded else None
+        self._handed = 0  # how many of this step's requests the thread has
         self.done_at = {}  # id(request) -> when it finished, for the last wait_all's requests
 
     def start(self, array):
-        request = self.comm.Iallreduce(self.mpi.IN_PLACE, array, op=self.mpi.SUM)
-        if self.progress_thread is not None:
-            self.progress_thread.add(request)
-        return request
+        return self.comm.Iallreduce(self.mpi.IN_PLACE, array, op=self.mpi.SUM)
 
     def progress(self, requests):
+        """Make ``requests`` (this step's, in start order) progress while this thread
+        computes."""
         if self.progress_thread is None:  # no thread: advance them on this one, now and then
             self.mpi.Request.Testall(requests)
+            return
+        for request in requests[self._handed:]:
+            self.progress_thread.add(request)
+        self._handed = len(requests)
 
     def wait_all(self, requests):
         """Wait for ``requests``; afterwards `done_at` says when each one finished."""
         done_at = {}
         if self.progress_thread is not None:
-            requests, done_at = self.progress_thread.take()
-        self.mpi.Request.Waitall(requests)
+            done_at = self.progress_thread.take()  # the thread no longer touches them
+            self._handed = 0
+        self.mpi.Request.Waitall(requests)  # those the thread saw finish are null requests
         now = time.perf_counter()
-        done_at.update((id(r), now) for r in requests)
-        self.done_at = done_at
+        self.done_at = {id(r): done_at.get(id(r), now) for r in requests}
 
 
 class GradientReducer:
@@ -199,9 +203,9 @@ class GradientReducer:
         if self.overlap:
             self._start_ready()
 
-    def _start_ready(self):
+    def _start_ready(self, progress=True):
         """Start the complete buckets, strictly in order, so every process issues the same
-        sequence of collectives."""
+        sequence of collectives; with ``progress``, have them progress while backward runs."""
         tic = time.perf_counter()
         started = self.last_step["started"]
         while self._next < len(self.buckets) and self._missing[self._next] == 0:
@@ -209,7 +213,7 @@ class GradientReducer:
             started.append(time.perf_counter())
             self._requests.append(self.transport.start(self.buffer[start:stop]))
             self._next += 1
-        if self._requests:
+        if progress and self._requests:
             self.transport.progress(self._requests)
         self.comm_seconds += time.perf_counter() - tic
 
@@ -217,7 +221,7 @@ class GradientReducer:
         step = self.last_step
         step["backward_end"] = time.perf_counter()
         if self.overlap:
-            self._start_ready()
+            self._start_ready(progress=False)  # backward is over: the wait progresses them
         tic = time.perf_counter()
         if not self.overlap:  # one allreduce over the whole buffer
             step["started"].append(tic)
