@@ -45,12 +45,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-def threads():
-    """How many threads a split uses: the count given to `set_threads`, else the CPUs
-    available, at most ``OMP_NUM_THREADS`` (read once, at the first split)."""
-    return _setting[0] if _setting else _default_threads()
-
-
 def set_threads(count):
     """Split the kernels over ``count`` threads from now on (None: back to the default of
     `threads`). Call it between kernel calls, not while another thread runs one.
@@ -63,6 +57,7 @@ def set_threads(count):
                          f"count={count!r}")
     with _lock:
         _setting[:] = [] if count is None else [count]
+        threads.cache_clear()
         if _pool:  # sized for the old count; the next split makes a new one
             _pool.pop().shutdown(wait=False)
 
@@ -73,7 +68,11 @@ def thread_setting():
 
 
 @functools.cache
-def _default_threads():
+def threads():
+    """How many threads a split uses: the count given to `set_threads`, else the CPUs
+    available, at most ``OMP_NUM_THREADS`` (read once, at the first split)."""
+    if _setting:
+        return _setting[0]
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

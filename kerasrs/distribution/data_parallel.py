@@ -75,6 +75,11 @@ class DataParallel:
         ValueError: for ``devices`` not one per process, or a ``threads_per_process`` that is
             not a positive int.
         NotImplementedError: for a ``device_mesh`` or ``auto_shard_dataset=False``.
+
+    Attributes:
+        threads: what each thread pool of this process got, as rank 0's line says it: a dict
+            with the share ``"threads"`` (int) and ``"blas"``, ``"kernels"``, ``"numba"``
+            (words such as ``"1"`` or ``"as set (OMP_NUM_THREADS=2)"``).
     """
 
     def __init__(self, device_mesh=None, devices=None, auto_shard_dataset=True, comm=None,

@@ -15,7 +15,9 @@ calls, and backward makes none while a kernel runs, so a bucket started during b
 sit untouched until the wait after it. `MpiTransport` therefore polls the started buckets from a
 thread of its own (`Progress`) while backward computes; the timestamps in
 `GradientReducer.last_step` show when each bucket started and finished against the end of
-backward.
+backward. (MPICH's own asynchronous progress, ``MPIR_CVAR_ASYNC_PROGRESS=1``, would do the same
+with a thread that spins all the time, taking a core from training.) Within one node MPICH moves
+the buckets through shared memory (large ones by a single kernel copy, CMA), not sockets.
 """
 
 import threading
