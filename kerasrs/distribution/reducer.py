@@ -12,12 +12,12 @@ are final.
 
 Overlap needs progress: MPICH (like most MPIs) advances a nonblocking collective only inside MPI
 calls, and backward makes none while a kernel runs, so a bucket started during backward used to
-sit untouched until the wait after it. `MpiTransport` therefore polls the started buckets from a
-thread of its own (`Progress`) while backward computes; the timestamps in
-`GradientReducer.last_step` show when each bucket started and finished against the end of
-backward. (MPICH's own asynchronous progress, ``MPIR_CVAR_ASYNC_PROGRESS=1``, would do the same
-with a thread that spins all the time, taking a core from training.) Within one node MPICH moves
-the buckets through shared memory (large ones by a single kernel copy, CMA), not sockets.
+sit untouched until the wait after it. `MpiTransport` therefore has a thread of its own
+(`Progress`) run MPI's progress engine while backward computes; `GradientReducer.last_step`
+shows when each bucket started and whether it had finished when backward ended. (MPICH's own
+asynchronous progress, ``MPIR_CVAR_ASYNC_PROGRESS=1``, would do the same with a thread that
+spins all the time, taking a core from training.) Within one node MPICH moves the buckets
+through shared memory (large ones by a single kernel copy, CMA), not sockets.
 """
 
 import threading
@@ -28,9 +28,9 @@ import numpy as np
 from kerasrs import autodiff
 
 # Seconds the progress thread sleeps between polls. Each poll advances every started bucket by
-# one protocol step (a handshake or a copy), so a bucket needs a few polls; one poll costs ~5 us
-# of the core the process computes on. 200 us keeps that under 3% while a 1 MiB bucket still
-# finishes within a millisecond of the other process starting it.
+# one protocol step (a handshake or a copy), so a bucket needs a few polls; one poll costs a few
+# microseconds of the core the process computes on. 200 us keeps that small while a 1 MiB
+# bucket still finishes within a millisecond of the other process starting it.
 POLL_SECONDS = 2e-4
 # The first bucket (the last layers' gradients) closes at 1 MiB whatever the bucket size, as
 # PyTorch DDP's first bucket does: its reduction then overlaps the rest of backward.
@@ -38,85 +38,66 @@ FIRST_BUCKET_BYTES = 2**20
 
 
 class Progress:
-    """A daemon thread that tests started MPI requests until they complete, so that they make
-    progress while this process computes. Only this thread touches a request until `take` hands
-    the unfinished ones back (MPI forbids two threads using one request at once).
+    """A daemon thread that runs MPI's progress engine every `POLL_SECONDS` while `resume`d
+    (an ``Iprobe`` on a communicator of its own, where nothing is ever sent), so that started
+    buckets advance while this process computes. It never touches their requests: the training
+    thread waits for them without waiting for this one.
 
-    Needs ``MPI_THREAD_MULTIPLE`` (mpi4py's default).
+    Needs ``MPI_THREAD_MULTIPLE`` (mpi4py's default). Making it is collective over ``comm``.
     """
 
-    def __init__(self, mpi, poll_seconds=POLL_SECONDS):
-        self.mpi, self.poll_seconds = mpi, poll_seconds
-        self._pending = []  # [Request], in start order
-        self._done_at = {}  # id(Request) -> time.perf_counter() when it completed
-        self._cv = threading.Condition()
+    def __init__(self, comm, poll_seconds=POLL_SECONDS):
+        self.comm, self.poll_seconds = comm.Dup(), poll_seconds
+        self._running = threading.Event()
         self._thread = None
 
-    def add(self, request):
-        with self._cv:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="kerasrs-mpi-progress",
-                                                daemon=True)
-                self._thread.start()
-            self._pending.append(request)
-            self._cv.notify()
+    def resume(self):
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="kerasrs-mpi-progress",
+                                            daemon=True)
+            self._thread.start()
+        self._running.set()
 
-    def take(self):
-        """Stop polling the requests given so far (the caller waits for them); returns
-        ``{id(request): time finished}`` for those the thread saw finish."""
-        with self._cv:  # the thread polls under this lock: after it, it no longer touches them
-            self._pending = []
-            done_at, self._done_at = self._done_at, {}
-        return done_at
+    def pause(self):
+        self._running.clear()
 
     def _run(self):
         while True:
-            with self._cv:
-                while not self._pending:
-                    self._cv.wait()
-                finished = self.mpi.Request.Testsome(self._pending)
-                if finished:
-                    now = time.perf_counter()
-                    for i in finished:
-                        self._done_at[id(self._pending[i])] = now
-                    self._pending = [r for i, r in enumerate(self._pending)
-                                     if i not in finished]
-            time.sleep(self.poll_seconds)  # outside the lock: `take` never waits for a sleep
+            self._running.wait()
+            self.comm.Iprobe()  # any source, any tag: drives progress, matches nothing
+            time.sleep(self.poll_seconds)
 
 
 class MpiTransport:
-    """Sum-allreduce of host arrays over an mpi4py communicator; `progress` hands the started
-    requests to a `Progress` thread (when MPI allows threads: ``MPI_THREAD_MULTIPLE``)."""
+    """Sum-allreduce of host arrays over an mpi4py communicator; while backward runs, a
+    `Progress` thread makes the started ones advance (when MPI allows threads:
+    ``MPI_THREAD_MULTIPLE``; else they advance when a bucket starts). Collective to make."""
 
     def __init__(self, comm, mpi):
         self.comm, self.mpi = comm, mpi
         threaded = mpi.Query_thread() == mpi.THREAD_MULTIPLE
-        self.progress_thread = Progress(mpi) if threaded else None
-        self._handed = 0  # how many of this step's requests the thread has
-        self.done_at = {}  # id(request) -> when it finished, for the last wait_all's requests
+        self.progress_thread = Progress(comm) if threaded else None
+        self.done_early = []  # per request of the last wait_all: finished before it was called
 
     def start(self, array):
         return self.comm.Iallreduce(self.mpi.IN_PLACE, array, op=self.mpi.SUM)
 
     def progress(self, requests):
-        """Make ``requests`` (this step's, in start order) progress while this thread
+        """Make ``requests`` (this step's, in start order) advance while this thread
         computes."""
-        if self.progress_thread is None:  # no thread: advance them on this one, now and then
+        if self.progress_thread is not None:
+            self.progress_thread.resume()
+        else:
             self.mpi.Request.Testall(requests)
-            return
-        for request in requests[self._handed:]:
-            self.progress_thread.add(request)
-        self._handed = len(requests)
 
     def wait_all(self, requests):
-        """Wait for ``requests``; afterwards `done_at` says when each one finished."""
-        done_at = {}
+        """Wait for ``requests``; afterwards `done_early` says which ones had finished before
+        the call."""
         if self.progress_thread is not None:
-            done_at = self.progress_thread.take()  # the thread no longer touches them
-            self._handed = 0
-        self.mpi.Request.Waitall(requests)  # those the thread saw finish are null requests
-        now = time.perf_counter()
-        self.done_at = {id(r): done_at.get(id(r), now) for r in requests}
+            self.progress_thread.pause()
+        done = self.mpi.Request.Testsome(requests) or []
+        self.done_early = [i in done for i in range(len(requests))]
+        self.mpi.Request.Waitall(requests)  # those finished are null requests now
 
 
 class GradientReducer:
@@ -134,10 +115,11 @@ class GradientReducer:
         comm_seconds: wall time spent inside communication calls so far (starting buckets and
             waiting for them after backward; for benchmarks).
         wait_seconds: the part of ``comm_seconds`` spent waiting after backward had ended.
-        last_step: `time.perf_counter` stamps of the last step, a dict: ``begin`` (backward
+        last_step: the last step, a dict of `time.perf_counter` stamps: ``begin`` (backward
             starts), ``started`` (one per bucket, in bucket order), ``backward_end`` (the last
-            gradient is in the buffer), ``finished`` (one per bucket: when it was seen complete;
-            None where the transport cannot tell) and ``end`` (all reduced).
+            gradient is in the buffer) and ``end`` (all reduced); and ``done_in_backward``, one
+            bool per bucket: finished when backward ended (empty where the transport cannot
+            tell).
     """
 
     def __init__(self, transport, variables, bucket_bytes=25 * 2**20, overlap=True):
@@ -233,5 +215,4 @@ class GradientReducer:
         step["end"] = toc = time.perf_counter()
         self.comm_seconds += toc - tic
         self.wait_seconds += toc - wait_tic
-        done_at = getattr(self.transport, "done_at", {})
-        step["finished"] = [done_at.get(id(r)) for r in self._requests]
+        step["done_in_backward"] = list(getattr(self.transport, "done_early", []))

@@ -1,6 +1,6 @@
 """The gradient allreduce overlaps backward for real: a bucket started during backward finishes
 before backward ends (MPI advances it only inside MPI calls, so this needs the reducer's
-progress thread), seen in `GradientReducer.last_step`'s time stamps."""
+progress thread), as `GradientReducer.last_step` records."""
 
 from mpi_launch import needs_mpi, snippet
 
@@ -24,7 +24,7 @@ model.compile("sgd", "mse")
 x = np.random.default_rng(0).normal(size=(4096, 2048)).astype("float32")
 model.fit(x, x[:, :1], batch_size=512, epochs=1, shuffle=False, verbose=0, callbacks=[Stamps()])
 say(len(dist._reducer.buckets), sum(s["started"][0] < s["backward_end"] for s in steps),
-    sum(s["finished"][0] < s["backward_end"] for s in steps), len(steps))
+    sum(s["done_in_backward"][0] for s in steps), len(steps))
 """
     for line in snippet(code, ranks=2):
         buckets, started_early, finished_early, steps = map(int, line.split())
