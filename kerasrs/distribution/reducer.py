@@ -90,11 +90,15 @@ class MpiTransport:
         else:
             self.mpi.Request.Testall(requests)
 
+    def pause(self):
+        """Stop the progress thread's polling until the next `progress`."""
+        if self.progress_thread is not None:
+            self.progress_thread.pause()
+
     def wait_all(self, requests):
         """Wait for ``requests``; afterwards `done_early` says which ones had finished before
         the call."""
-        if self.progress_thread is not None:
-            self.progress_thread.pause()
+        self.pause()
         done = self.mpi.Request.Testsome(requests) or []
         self.done_early = [i in done for i in range(len(requests))]
         self.mpi.Request.Waitall(requests)  # those finished are null requests now
@@ -160,7 +164,11 @@ class GradientReducer:
         """
         self._begin(share)
         tape._on_gradient_ready = self._fill if self.overlap else None
-        grads = tape.gradient(target, self.variables)
+        try:
+            grads = tape.gradient(target, self.variables)
+        except BaseException:  # no progress thread left polling into MPI's shutdown
+            getattr(self.transport, "pause", lambda: None)()
+            raise
         for v, g in zip(self.variables, grads):
             if id(v) not in self._filled:  # unconnected weights, or overlap off
                 self._fill(v, None if g is None else g.data)
