@@ -4,20 +4,26 @@ with N threads (the same cores used by threads), N = 1, 2, ... up to the cores a
 The 784-512-512-10 MLP of models.py (Adam) on Fashion-MNIST, global batch 256 (256 / N per
 process). The driver launches every setup in fresh processes (under ``mpiexec`` for the
 DataParallel ones), alternating the setups round by round, and prints for each the median
-samples/second over the rounds with their spread (min-max), the speed-up over one process on one
-thread, and for the DataParallel runs:
+samples/second over the rounds with their spread (min-max) and the speed-up over one process on
+one thread. Rows:
+- "N ranks x 1 thread": DataParallel, buckets reduced while backward runs (``--bucket-mb``);
+  "N ranks, after backward" reduces the whole buffer in one allreduce after backward;
+- "1 rank, DataParallel": the cost of the fit hooks alone (one process reduces nothing);
+- "ceiling: N x 1/N batch": N times one process on one thread training on batch / N samples
+  per step, what N ranks would reach if communication and sharing the memory bus cost nothing.
+  It stays below N x: the optimizer's pass over every weight and the weight-sized GEMM traffic
+  (reading the kernels, writing their gradients) do not shrink with the shard.
+Columns:
+- "quiet": samples/s (and speed-up) from the 10th percentile of the step times instead of the
+  epoch's; on a machine that other work shares, what the setup does on undisturbed steps;
 - "in comm": the share of the epoch spent inside gradient communication calls (starting
   buckets, then waiting after backward; the wait includes waiting for a slower process);
 - "waiting": the part of it spent waiting after backward had ended (what overlap did not hide);
 - "alone": a blocking allreduce of the gradient buffer with the processes lined up first, times
   the steps (the transfer without any waiting);
-- "overlap": of the buckets started before the last one, the share that had finished before
+- "overlap": of the buckets started before the last one, the share that had finished when
   backward ended (0 without a progress thread: MPI advances them only inside its calls).
-"quiet" is samples/s (and the speed-up) from the 10th percentile of the step times instead of
-the epoch's: on a machine that other work shares, it estimates what the setup does on the steps
-nobody else disturbed.
-"N ranks, after backward" reduces the whole buffer in one allreduce after backward (no overlap);
-"1 rank, DataParallel" is the cost of the fit hooks alone (one process reduces nothing). Run:
+Run:
     .venv/bin/python benchmarks/data_parallel.py [--samples 16384] [--rounds 5] [--bucket-mb 1]
 """
 
@@ -34,13 +40,16 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def setups(cores):
-    """{name: (processes, mode, threads per process)}; mode "none" is a plain fit."""
-    table = {"1 process, 1 thread": (1, "none", 1), "1 rank, DataParallel": (1, "overlap", 1)}
+    """{name: (processes, mode, threads per process, batch divisor)}; mode "none" is a plain
+    fit, on ``batch / divisor`` samples per step, its rate counted ``divisor`` times (the
+    ceiling: N processes that only compute, each on its shard)."""
+    table = {"1 process, 1 thread": (1, "none", 1, 1), "1 rank, DataParallel": (1, "overlap", 1, 1)}
     for n in range(2, cores + 1):
-        table[f"1 process, {n} threads"] = (1, "none", n)
-        table[f"{n} ranks x 1 thread"] = (n, "overlap", 1)
+        table[f"1 process, {n} threads"] = (1, "none", n, 1)
+        table[f"{n} ranks x 1 thread"] = (n, "overlap", 1, 1)
+        table[f"ceiling: {n} x 1/{n} batch"] = (1, "none", 1, n)
     if cores >= 2:
-        table[f"{cores} ranks, after backward"] = (cores, "after", 1)
+        table[f"{cores} ranks, after backward"] = (cores, "after", 1, 1)
     return table
 
 
@@ -138,15 +147,19 @@ def driver(args):
     table = setups(cores)
     results = {name: [] for name in table}
     for _ in range(args.rounds):
-        for name, (ranks, mode, threads) in table.items():
+        for name, (ranks, mode, threads, divisor) in table.items():
             env = {**os.environ, **{v: str(threads) for v in THREAD_VARIABLES}}
             cmd = [sys.executable, os.path.join(here, "data_parallel.py"), "--worker", mode,
-                   "--samples", str(args.samples), "--batch-size", str(args.batch_size),
+                   "--samples", str(args.samples // divisor),
+                   "--batch-size", str(args.batch_size // divisor),
                    "--bucket-mb", str(args.bucket_mb)]
             if mode != "none":
                 cmd = [mpiexec, "-n", str(ranks), *cmd]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-            results[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            result["rate"] *= divisor
+            result["quiet_rate"] *= divisor
+            results[name].append(result)
     report(results, args)
     return results
 
