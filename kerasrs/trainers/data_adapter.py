@@ -58,9 +58,9 @@ def num_samples(method, **named):
     """The common sample count of the named structures.
 
     Raises:
-        ValueError: if ``x`` is None or holds None, an array holds non-numeric data (strings,
-            objects, dates), an array is 0-d, the counts differ (naming each argument's
-            shapes), or there are no samples.
+        ValueError: if ``x`` is None or holds only None, an array holds non-numeric data
+            (strings, objects, dates), an array is 0-d, the counts differ (naming each
+            argument's shapes), or there are no samples.
     """
     counts = {}
     for name, struct in named.items():
@@ -117,7 +117,7 @@ def _check_not_none(method, x):
         raise ValueError(f"Model.{method}: `x` is None, and None is not data. Pass the input "
                          f"array(s). Received: x=None")
     parts = list(x.values()) if isinstance(x, dict) else x if isinstance(x, list) else []
-    if any(p is None for p in parts):
+    if parts and all(p is None for p in parts):  # None for some inputs: optional ones (Keras)
         where = [k for k, v in x.items() if v is None] if isinstance(x, dict) else \
             [i for i, v in enumerate(x) if v is None]
         raise ValueError(f"Model.{method}: `x` holds None at {where}, and None is not data. "
