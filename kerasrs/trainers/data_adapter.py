@@ -287,30 +287,6 @@ def batch_indices(n, batch_size, shuffle=False):
     return batches
 
 
-def flatten_targets(y, output_names, what="y"):
-    """``y`` as a list aligned with the model's outputs (None where not given)."""
-    n = len(output_names)
-    if y is None:
-        return [None] * n
-    if isinstance(y, dict):
-        unknown = [k for k in y if k not in output_names]
-        if unknown:
-            raise ValueError(f"Model: `{what}` has keys {unknown} that are not output names "
-                             f"{output_names}. Received: keys {list(y)}")
-        return [y.get(k) for k in output_names]
-    if isinstance(y, list):
-        if len(y) != n:
-            raise ValueError(f"Model: the model has {n} outputs ({output_names}) but `{what}` "
-                             f"has {len(y)} entries. Received: {len(y)} arrays")
-        return list(y)
-    return [y] * n if what == "sample_weight" else [y] if n == 1 else _too_few(y, n, what)
-
-
-def _too_few(y, n, what):
-    raise ValueError(f"Model: the model has {n} outputs, so `{what}` must be a list or dict of "
-                     f"{n} arrays. Received: one array of shape {tuple(y.shape)}")
-
-
 def split_dataset(dataset, left_size=None, right_size=None, shuffle=False, seed=None):
     """Split arrays into a left and a right part (Keras's ``keras.utils.split_dataset``).
 
