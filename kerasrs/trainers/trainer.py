@@ -68,9 +68,12 @@ class Trainer:
             optimizer: name ("rmsprop", "adam", "sgd", ...) or `kerasrs.optimizers.Optimizer`.
                 Compiling again makes a new optimizer (from a name) and keeps the weights.
             loss: name, `Loss`, function ``(y_true, y_pred) -> per-sample values``, or per
-                output a list or dict (keyed by output name); one loss applies to every output.
-            loss_weights: a float, or a list or dict of floats weighting each output's loss in
-                the total.
+                output a list, dict (keyed by output name) or nested structure like the
+                outputs; one loss applies to every output, a list of losses for one output
+                adds them. ``"crossentropy"`` picks binary, sparse or categorical cross-entropy
+                from the shapes, as Keras does.
+            loss_weights: a float, or floats in the structure of ``loss`` weighting each loss
+                in the total.
             metrics: list of names ("accuracy", "mae", ...) or `Metric`s, or per output a list
                 of lists or a dict. "accuracy"/"acc" picks the accuracy that fits the loss.
             weighted_metrics: like ``metrics``, but given the sample and class weights.

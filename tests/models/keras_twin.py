@@ -14,7 +14,6 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import tempfile
 import textwrap
 
@@ -30,9 +29,13 @@ _RUNNER = r'''
 import json, sys, tempfile, traceback, warnings
 import numpy as np, pytest
 warnings.simplefilter("ignore")
-import keras
+out = {"-": None}
+try:
+    import keras
+except ImportError:  # no Keras here: every [keras] item skips
+    json.dump(out, open(sys.argv[2], "w"))
+    sys.exit(0)
 spec = json.load(open(sys.argv[1]))
-out = {}
 for module, entry in spec.items():
     namespace = {"np": np, "pytest": pytest}
     for source in entry["helpers"]:
@@ -103,8 +106,6 @@ def _keras_outcomes():
                              cwd=tmp, capture_output=True, text=True, timeout=900)
         if run.returncode != 0 or not os.path.exists(result):
             _OUTCOMES["-"] = None
-            print(f"keras_twin: the reference run failed:\n{run.stderr[-3000:]}",
-                  file=sys.stderr)
             pytest.fail(f"the Keras reference run failed: {run.stderr[-3000:]}")
         with open(result) as f:
             _OUTCOMES.update(json.load(f))
