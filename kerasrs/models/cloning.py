@@ -70,9 +70,8 @@ def clone_model(model, input_tensors=None, clone_function=None, call_function=No
     if not hasattr(model, "get_config") or not hasattr(model, "layers"):
         raise ValueError(f"clone_model: expects a Model. Received: {type(model).__name__}")
     new = model.__class__.from_config(model.get_config())
-    shape = _input_shape(model)
-    if shape is not None and not new.built:
-        new.build(shape)
+    if not new.built and model.built:  # built as the original was (Keras's build_config)
+        new.build_from_config(model.get_build_config())
     _compile_like(new, model)
     return new
 
@@ -147,11 +146,3 @@ def _clone_functional(model, clone, call_function, input_tensors):
     outputs = functional_graph.run_nodes(model, input_tensors, clone, call_function)
     cls = type(model) if _revivable_as_functional(type(model)) else Functional
     return cls(input_tensors, outputs, name=model.name)
-
-
-def _input_shape(model):
-    try:
-        shape = model.input_shape
-    except (AttributeError, ValueError, RuntimeError):
-        return getattr(model, "_build_input_shape", None)
-    return shape

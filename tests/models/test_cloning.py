@@ -116,3 +116,28 @@ def test_clones_keep_input_and_output_structures(K, tmp):
     assert [layer.name for layer in rebuilt.layers][:2] == ["new_a", "new_b"]
     with pytest.raises(ValueError):
         K.models.clone_model(model, unexpected=1)
+
+
+@twin
+def test_a_subclassed_model_clones_through_its_config_built_and_compiled(K, tmp):
+    class Sub(K.Model):
+        def __init__(self, units=2, **kwargs):
+            super().__init__(**kwargs)
+            self.units, self.dense = units, K.layers.Dense(units)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def get_config(self):
+            return {**super().get_config(), "units": self.units}
+
+    model = Sub(units=3)
+    model(np.ones((2, 4), "float32"))
+    model.compile("adam", "mse")
+    clone = K.models.clone_model(model)
+    assert type(clone) is Sub and clone.units == 3 and clone.built and clone.compiled
+    assert [tuple(w.shape) for w in clone.weights] == [(4, 3), (3,)]
+    for bad in ({"clone_function": lambda layer: layer},
+                {"call_function": lambda layer, *a, **k: layer(*a, **k)}):
+        with pytest.raises(ValueError):
+            K.models.clone_model(model, **bad)
