@@ -94,8 +94,15 @@ def kerasrs_only(reason):
 
 
 def helper(fn):
-    """Make ``fn`` available to the cases in the reference process too."""
-    _HELPERS[fn.__name__] = _source(fn)
+    """Make ``fn`` available to the cases in the reference process too.
+
+    Raises:
+        ValueError: if another helper of that name has other code.
+    """
+    source = _source(fn)
+    if _HELPERS.get(fn.__name__, source) != source:
+        raise ValueError(f"helper: the name {fn.__name__!r} is taken by another helper")
+    _HELPERS[fn.__name__] = source
     return fn
 
 
