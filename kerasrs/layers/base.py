@@ -32,7 +32,7 @@ import numpy as np
 
 from kerasrs import autodiff, constraints, context, dtype_policies, initializers
 from kerasrs import backend as backend_module
-from kerasrs import ops
+from kerasrs import ops, random
 from kerasrs.layers import naming, node
 from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
 from kerasrs.layers.layer_config import (dtype_policy_arg, get_regularizer, record_arguments,
@@ -46,7 +46,7 @@ _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (f
 # per thread and asyncio task: predict in one thread cannot flip training in another
 _call_var, _autocast_var, _OUTSIDE = context.layer_call, context.autocast, context.OUTSIDE
 _outer_calls = [0]  # counts outermost layer calls: losses added during one carry its number
-_IGNORED_KWARGS = {"autocast", "quantization_config", "lora_alpha", "input_length"}
+_IGNORED_KWARGS = {"quantization_config", "lora_alpha", "input_length"}
 
 
 def _wrap_build(build):
@@ -84,6 +84,8 @@ class Layer:
             config dict. Defaults to the global policy (`kerasrs.config.set_dtype_policy`) at
             creation, else ``floatx()``.
         activity_regularizer: regularizer applied to the output; its value joins `losses`.
+        autocast: bool (default True): cast float inputs to the compute dtype and, under a
+            mixed policy, read the variables in it; False leaves both as they are.
         input_shape / input_dim / batch_input_shape / batch_size: Keras's way to give the first
             layer of a `Sequential` model its input; the model turns it into an `InputLayer`.
 
@@ -108,7 +110,7 @@ class Layer:
             cls.build = _wrap_build(cls.__dict__["build"])
 
     def __init__(self, name=None, trainable=True, dtype=None, activity_regularizer=None,
-                 **kwargs):
+                 autocast=True, **kwargs):
         shape = kwargs.pop("input_shape", None)
         input_dim = kwargs.pop("input_dim", None)
         batch_shape = kwargs.pop("batch_input_shape", None)
@@ -133,6 +135,7 @@ class Layer:
                              f"Received: name={self.name!r}")
         self._dtype = dtype_policy_arg(dtype, f"{type(self).__name__} {self.name!r}")
         self._trainable = bool(trainable)
+        self.autocast = bool(autocast)
         self.activity_regularizer = get_regularizer(activity_regularizer)
         self.built = False
         self.input_spec = None
@@ -140,6 +143,8 @@ class Layer:
         sig = inspect.signature(self.call).parameters
         self._call_has_training = "training" in sig
         self._call_has_mask = "mask" in sig
+        self._call_first_arg = next((n for n, p in sig.items() if p.kind in (
+            p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), "inputs")
 
     # -- attribute tracking: sublayers assigned as attributes are found by `_sublayers` --------
     def _sublayers(self):
@@ -161,18 +166,37 @@ class Layer:
                 found.append(layer)
         return found
 
-    def _flatten_layers(self, include_self=True):
-        """This layer and every sublayer, depth first, each once."""
-        out, seen, stack = [], set(), [self]
+    def _flatten_layers(self, include_self=True, recursive=True):
+        """This layer (with ``include_self``) and its sublayers, each once: with ``recursive``
+        all of them depth first, else only the direct ones (Keras's signature)."""
+        out, seen, stack = [self] if include_self else [], {id(self)}, self._sublayers()
         while stack:
             layer = stack.pop(0)
             if id(layer) in seen:
                 continue
             seen.add(id(layer))
-            if include_self or layer is not self:
-                out.append(layer)
-            stack[:0] = layer._sublayers()
+            out.append(layer)
+            if recursive:
+                stack[:0] = layer._sublayers()
         return out
+
+    @property
+    def _seed_generators(self):
+        """The `kerasrs.random.SeedGenerator`s this layer holds in attributes (its own, not its
+        sublayers'), in assignment order, each once."""
+        found = []
+        for key, value in self.__dict__.items():
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            for v in values:
+                if isinstance(v, random.SeedGenerator) and all(v is not f for f in found):
+                    found.append(v)
+        return found
+
+    def _build_at_init(self):
+        """Mark a layer without state built at construction (Keras's rule): only when its class
+        keeps `Layer.build`, so a subclass that defines ``build`` still builds on first call."""
+        if type(self).build is Layer.build:
+            self.built = True
 
     # -- dtypes ---------------------------------------------------------------------------------
     @property
@@ -280,7 +304,17 @@ class Layer:
                     out.append(w)
         return out
 
-    variables = weights
+    @property
+    def variables(self):
+        """All state: per layer, its weights then the state of its seed generators (Keras's
+        ``variables``: `weights` plus the random-seed state, each once)."""
+        out, seen = [], set()
+        for layer in self._flatten_layers():
+            for v in layer._own_weights() + [g.state for g in layer._seed_generators]:
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
+        return out
 
     @property
     def trainable_weights(self):
@@ -294,7 +328,11 @@ class Layer:
         """Weights no optimizer updates: moving statistics, and every weight when frozen."""
         return [w for w in self.weights if not w.trainable] if self.trainable else self.weights
 
-    non_trainable_variables = non_trainable_weights
+    @property
+    def non_trainable_variables(self):
+        """`non_trainable_weights` plus the seed generators' state (Keras's meaning)."""
+        return [v for v in self.variables if not v.trainable] if self.trainable else \
+            self.variables
 
     @property
     def trainable(self):
@@ -383,6 +421,17 @@ class Layer:
         """Output shape for ``input_shape``; by default found by running ``call`` on zeros."""
         return node.output_shape_by_probe(self, input_shape)
 
+    def compute_output_spec(self, *args, **kwargs):
+        """The outputs of a call on ``args`` as `SymbolicTensor`s (shape and dtype, no values);
+        the arguments may be symbolic tensors or Tensors. Builds the layer if needed."""
+        if not args and kwargs:
+            args = (kwargs.pop(self._call_first_arg),)
+        kwargs.pop("training", None)
+        if not self.built:
+            self._build_from_call(args, kwargs)
+        specs = node.output_spec(self, args, kwargs)
+        return node.map_structure(lambda s: node.SymbolicTensor(s.shape, s.dtype), specs)
+
     def compute_mask(self, inputs, mask=None):
         """The mask of the output: by default the input mask if `supports_masking`, else None."""
         return mask if self.supports_masking else None
@@ -393,8 +442,9 @@ class Layer:
         return getattr(type(self), method) is not getattr(Layer, method)
 
     def __call__(self, *args, **kwargs):
-        if not args and "inputs" in kwargs:
-            args = (kwargs.pop("inputs"),)
+        if not args and kwargs:  # keyword-only inputs: layer(query=q, value=v)
+            name = self._call_first_arg if self._call_first_arg in kwargs else "inputs"
+            args = (kwargs.pop(name),) if name in kwargs else ()
         if node.any_symbolic(args, kwargs):
             return node.symbolic_call(self, args, kwargs)
         if not args:
@@ -420,7 +470,7 @@ class Layer:
         if mask is not None and self._call_has_mask:
             kwargs["mask"] = mask
         policy = self._policy()  # mixed policies read float32 variables in compute_dtype
-        autocast = policy.autocast_dtype if policy is not None else None
+        autocast = policy.autocast_dtype if policy is not None and self.autocast else None
         call_token = _call_var.set((training, scopes + (self.name,)))
         autocast_token = None if autocast is _autocast_var.get() else _autocast_var.set(autocast)
         try:
@@ -452,7 +502,7 @@ class Layer:
             inputs = autodiff.convert_to_tensor(inputs)
             if mask is not None:
                 inputs._keras_mask = mask
-        if backend_module.is_float_dtype(inputs.dtype) and inputs.dtype != \
+        if self.autocast and backend_module.is_float_dtype(inputs.dtype) and inputs.dtype != \
                 backend_module.standardize_dtype(self.compute_dtype):
             mask = getattr(inputs, "_keras_mask", None)
             inputs = ops.cast(inputs, self.compute_dtype)

@@ -3,7 +3,7 @@ Masking, Softmax."""
 
 import numpy as np
 
-from kerasrs import activations, initializers, ops
+from kerasrs import activations, initializers, ops, random
 from kerasrs import backend as backend_module
 from kerasrs.layers.base import InputSpec, Layer
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
@@ -97,6 +97,7 @@ class Activation(Layer):
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
+        self._build_at_init()
 
     def call(self, inputs):
         return self.activation(inputs)
@@ -113,6 +114,10 @@ class Identity(Layer):
 
     supports_masking = True
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._build_at_init()
+
     def call(self, inputs):
         return inputs
 
@@ -120,25 +125,19 @@ class Identity(Layer):
         return input_shape
 
 
-def dropout_mask(layer, shape, rate, dtype, be):
+def dropout_mask(generator, shape, rate, dtype, be):
     """An inverted-dropout multiplier (0 with probability ``rate``, else ``1 / (1 - rate)``) of
     ``shape`` from the backend's counter-based Philox kernel (``be.dropout_mask``).
 
-    With ``layer.seed`` the key is the seed and the counter offset the number of masks the
-    layer drew before; without, each mask takes a fresh key from `kerasrs.backend.dropout_seed`
-    (one host stream that ``set_random_seed`` seeds, so a model rebuilt or reloaded in the same
-    process continues it). Either way a seed gives the same masks on NumPy and on CuPy.
+    The key is the `kerasrs.random.SeedGenerator`'s seed and the counter offset its counter (the
+    number of masks drawn before), so a seed gives the same masks on NumPy and on CuPy; a layer
+    without ``seed`` owns a generator whose seed was drawn from the stream
+    ``kerasrs.utils.set_random_seed`` seeds.
     """
-    seed = getattr(layer, "seed", None)
-    if seed is None:
-        key, offset = backend_module.dropout_seed(), 0
-    else:
-        drawn = layer.__dict__.setdefault("_philox_offset", [0])
-        key, offset = int(seed) % 2 ** 64, drawn[0]
-        drawn[0] += 1
+    key, offset = (int(v) for v in generator.next())
     if rate >= 1:
         return be.xp.zeros(shape, dtype)
-    return be.dropout_mask(tuple(shape), rate, key, offset, dtype)
+    return be.dropout_mask(tuple(shape), rate, key % 2 ** 64, offset, dtype)
 
 
 def _check_noise_shape(name, noise_shape):
@@ -190,6 +189,9 @@ class Dropout(Layer):
                              f"a float value between 0 and 1. Received: rate={rate!r}")
         self.rate, self.seed = float(rate), seed
         self.noise_shape = _check_noise_shape(self.name, noise_shape)
+        if self.rate > 0:
+            self.seed_generator = random.SeedGenerator(seed)
+        self._build_at_init()
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
@@ -197,7 +199,7 @@ class Dropout(Layer):
         be = inputs.backend
         shape = resolve_noise_shape(self.noise_shape, inputs.shape)
         dtype = inputs.dtype if backend_module.is_float_dtype(inputs.dtype) else np.float32
-        mask = dropout_mask(self, shape, self.rate, dtype, be)
+        mask = dropout_mask(self.seed_generator, shape, self.rate, dtype, be)
         return ops.multiply(inputs, constant(mask, be))
 
     def compute_output_shape(self, input_shape):
@@ -359,6 +361,7 @@ class Masking(Layer):
     def __init__(self, mask_value=0.0, **kwargs):
         super().__init__(**kwargs)
         self.mask_value = mask_value
+        self._build_at_init()
 
     def _keep(self, inputs, keepdims=False):
         # through ops: inputs may be Tensors, NumPy arrays or symbolic tensors
@@ -402,6 +405,7 @@ class Softmax(Layer):
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
         self.axis = axis
+        self._build_at_init()
 
     def call(self, inputs, mask=None):
         if mask is not None:

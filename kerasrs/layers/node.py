@@ -43,15 +43,21 @@ class SymbolicTensor:
         shape: tuple of ints and None (None: unknown until data arrives, e.g. the batch axis).
         dtype: dtype name, e.g. "float32".
         name: optional name (the `InputLayer` name for model inputs).
+        sparse / ragged: always False (Keras's arguments; True raises ValueError).
     """
 
     __array_ufunc__ = None  # NumPy defers: ndarray + symbolic calls SymbolicTensor.__radd__
     _kerasrs_symbolic = True  # how kerasrs.autodiff and kerasrs.ops recognise it
 
-    def __init__(self, shape, dtype=None, name=None):
+    def __init__(self, shape, dtype=None, sparse=False, ragged=False, record_history=True,
+                 name=None, **kwargs):
+        if sparse or ragged:
+            raise ValueError(f"SymbolicTensor: kerasrs has no sparse or ragged tensors. "
+                             f"Received: sparse={sparse!r}, ragged={ragged!r}")
         self.shape = tuple(None if d is None else int(d) for d in shape)
         self.dtype = backend_module.standardize_dtype(dtype).name
         self.name = name
+        self.sparse = self.ragged = False  # Keras's attributes (no sparse/ragged tensors here)
         self._keras_history = None
 
     ndim = property(lambda self: len(self.shape))

@@ -5,11 +5,11 @@ import string
 
 import numpy as np
 
-from kerasrs import initializers, ops
+from kerasrs import initializers, ops, random
 from kerasrs.layers.attention.einsum_dense import EinsumDense
 from kerasrs.layers.base import Layer
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
-from kerasrs.layers.recurrent.cells import dropout_mask
+from kerasrs.layers.core import dropout_mask
 from kerasrs.ops import attention as attention_ops
 from kerasrs.ops import projection as projection_ops
 from kerasrs.ops.core import constant, raw
@@ -100,6 +100,8 @@ class MultiHeadAttention(Layer):
         self.num_heads, self.key_dim = int(num_heads), int(key_dim)
         self.value_dim = int(value_dim) if value_dim else self.key_dim
         self.dropout, self.use_bias, self.seed = float(dropout), bool(use_bias), seed
+        if self.dropout > 0:
+            self.seed_generator = random.SeedGenerator(seed)
         if isinstance(output_shape, int):
             output_shape = (output_shape,)
         self._output_shape = tuple(output_shape) if output_shape else None
@@ -171,7 +173,7 @@ class MultiHeadAttention(Layer):
         if fused:
             keep = None
             if training and self.dropout > 0:
-                keep = dropout_mask(self, (query.shape[0], self.num_heads, query.shape[1],
+                keep = dropout_mask(self.seed_generator, (query.shape[0], self.num_heads, query.shape[1],
                                            value.shape[1]), self.dropout, query.dtype,
                                     query.backend)
             mask = None if mask is None else mask[:, None]
@@ -274,7 +276,7 @@ class MultiHeadAttention(Layer):
             weights = ops.multiply(weights, constant(mf, scores.backend))
         final = weights
         if training and self.dropout > 0:
-            keep = dropout_mask(self, weights.shape, self.dropout, weights.dtype, weights.backend)
+            keep = dropout_mask(self.seed_generator, weights.shape, self.dropout, weights.dtype, weights.backend)
             final = ops.multiply(weights, constant(keep, weights.backend))
         return ops.einsum(self._combine_eq, final, v), weights
 
