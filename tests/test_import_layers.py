@@ -34,7 +34,8 @@ LEVELS = {
     "layers": 40,
     "metrics": 35,  # metrics wrap loss functions
     "losses": 30, "optimizers": 30,
-    "activations": 25, "constraints": 25, "random": 25, "regularizers": 25, "testing": 25,
+    "activations": 25, "constraints": 25, "quantizers": 25, "random": 25, "regularizers": 25,
+    "testing": 25,
     "initializers": 20, "ops": 20,
     "autodiff": 15,
     "config": 12,

@@ -175,6 +175,8 @@ def symbolic_call(layer, args, kwargs):
     kwargs.pop("training", None)
     if not layer.built:
         layer._build_from_call(args, kwargs)
+    if layer.input_spec is not None and args:
+        layer._check_input_spec(args[0])
     specs = output_spec(layer, args, kwargs)
     outputs = map_structure(lambda spec: SymbolicTensor(spec.shape, spec.dtype), specs)
     Node(layer, args, kwargs, autodiff._flatten(outputs))

@@ -30,9 +30,12 @@ class _Noise(Layer):
         self._build_at_init()
 
     def _rng(self, be):
-        """A generator of the backend's array module for one call, keyed by the next state of
-        the layer's seed generator (reproducible with ``seed``, new numbers at each call)."""
+        """A generator of the backend's array module for one call: with ``seed``, keyed by the
+        next state of the layer's seed generator (reproducible, new numbers at each call);
+        without, the backend's generator (which ``set_random_seed`` seeds)."""
         seed, counter = (int(v) for v in self.seed_generator.next())
+        if self.seed is None:
+            return be.rng
         return be.xp.random.default_rng((seed * 1_000_003 + counter) % 2 ** 63)
 
     def compute_output_shape(self, input_shape):

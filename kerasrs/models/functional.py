@@ -168,12 +168,14 @@ weights_h5.register_model_class(Functional, graph=True)
 
 
 def check_input(model_name, index, spec, x):
-    """``x`` as a Tensor of the input's dtype (cast if needed), checked against its shape."""
+    """``x`` as a Tensor of the input's dtype (cast if needed), checked against its shape
+    except the batch axis (as Keras's model input specs: an Input with ``batch_size`` takes
+    other batch sizes too)."""
     if not isinstance(x, autodiff.Tensor):
         x = autodiff.convert_to_tensor(x)
     shape, expected = tuple(x.shape), spec.shape
     if len(shape) != len(expected) or any(e is not None and e != s
-                                          for e, s in zip(expected, shape)):
+                                          for e, s in zip(expected[1:], shape[1:])):
         raise ValueError(f"{model_name}: input {index} ({spec._keras_history[0].name!r}) is "
                          f"incompatible with the model: expected shape {expected} (None: any "
                          f"size). Received: input shape {shape}")
