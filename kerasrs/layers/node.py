@@ -205,7 +205,11 @@ def _attach_symbolic_masks(layer, args, kwargs, outputs):
 
 
 def output_spec(layer, args, kwargs):
-    """Structure of `Spec`s for ``layer(*args, **kwargs)`` on symbolic inputs."""
+    """Structure of `Spec`s for ``layer(*args, **kwargs)`` on symbolic inputs: from the layer's
+    own ``compute_output_spec``, else its ``compute_output_shape``, else a probe."""
+    if layer._overrides("compute_output_spec"):
+        return map_structure(lambda t: Spec(t.shape, t.dtype),
+                             layer.compute_output_spec(*args, **kwargs))
     if layer._overrides("compute_output_shape"):
         shapes = layer.compute_output_shape(_shape_of(args[0]))
         try:

@@ -41,11 +41,11 @@ def test_flatten_layers_takes_keras_include_self_and_recursive():
     lambda: layers.Dropout(0.3), lambda: layers.GaussianNoise(0.1),
     lambda: layers.GaussianDropout(0.2), lambda: layers.AlphaDropout(0.2),
     lambda: layers.SpatialDropout1D(0.2), lambda: layers.Attention(dropout=0.1),
-    lambda: layers.MultiHeadAttention(2, 4, dropout=0.1), lambda: layers.SimpleRNNCell(3),
+    lambda: _built_mha(dropout=0.1), lambda: layers.SimpleRNNCell(3),
     lambda: layers.LSTMCell(3), lambda: layers.GRUCell(3)])
 def test_random_layers_own_one_seed_generator(make):
     layer = make()
-    gens = layer._seed_generators
+    gens = [g for sub in layer._flatten_layers(True, True) for g in sub._seed_generators]
     assert len(gens) == 1 and isinstance(gens[0], kerasrs.random.SeedGenerator)
     state = gens[0].state
     assert state.name == "seed_generator_state" and not state.trainable
@@ -53,6 +53,13 @@ def test_random_layers_own_one_seed_generator(make):
     assert any(v is state for v in layer.non_trainable_variables)
     assert any(v is state for v in layer.variables)
     assert all(w is not state for w in layer.weights)
+
+
+def _built_mha(**kwargs):
+    """MultiHeadAttention keeps its generator in its `Dropout` sublayer (made by build)."""
+    layer = layers.MultiHeadAttention(2, 4, **kwargs)
+    layer.build((None, 3, 4), (None, 3, 4))
+    return layer
 
 
 def test_no_seed_generator_without_randomness():
