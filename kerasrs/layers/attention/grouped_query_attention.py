@@ -54,8 +54,9 @@ class GroupedQueryAttention(Layer):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if num_query_heads % num_key_value_heads:
             raise ValueError(f"{self.name}: `num_query_heads` must be divisible by "
-                             f"`num_key_value_heads`. Received: num_query_heads={num_query_heads}"
-                             f", num_key_value_heads={num_key_value_heads}")
+                             f"`num_key_value_heads` (a multiple of it). Received: "
+                             f"num_query_heads={num_query_heads}, "
+                             f"num_key_value_heads={num_key_value_heads}")
         if sliding_window is not None and (not isinstance(sliding_window, int) or
                                            isinstance(sliding_window, bool) or
                                            sliding_window <= 0):
