@@ -146,7 +146,7 @@ class MultiHeadAttention(Layer):
         self.bias_constraint = constraints.get(bias_constraint)
         self._inverse_sqrt_key_dim = 1.0 / math.sqrt(float(self.key_dim))
 
-    # Keras's properties for the projections (`query_dense`... are also the saved paths)
+    # The projections, as Keras exposes them (`EinsumDense` layers, made by `build`).
     query_dense = property(lambda self: self._query_dense)
     key_dense = property(lambda self: self._key_dense)
     value_dense = property(lambda self: self._value_dense)
