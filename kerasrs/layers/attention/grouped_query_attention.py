@@ -6,14 +6,15 @@ import math
 import numpy as np
 
 from kerasrs import constraints, initializers, ops
-from kerasrs.backend import settings
 from kerasrs.layers.attention.einsum_dense import EinsumDense
+from kerasrs.layers.attention.multi_head_attention import (causal_mask, check_window_and_flash,
+                                                          combined_mask, sliding_window_mask)
 from kerasrs.layers.base import Layer
 from kerasrs.layers.core import Dropout, Softmax, dropout_mask
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.layers.node import SymbolicTensor
 from kerasrs.ops import attention as attention_ops
-from kerasrs.ops.core import constant, raw
+from kerasrs.ops.core import raw
 
 
 class GroupedQueryAttention(Layer):
@@ -57,21 +58,13 @@ class GroupedQueryAttention(Layer):
                              f"`num_key_value_heads` (a multiple of it). Received: "
                              f"num_query_heads={num_query_heads}, "
                              f"num_key_value_heads={num_key_value_heads}")
-        if sliding_window is not None and (not isinstance(sliding_window, int) or
-                                           isinstance(sliding_window, bool) or
-                                           sliding_window <= 0):
-            raise ValueError(f"{self.name}: `sliding_window` must be `None` or a positive "
-                             f"integer. Received: sliding_window={sliding_window!r}")
         self.head_dim, self.num_query_heads = head_dim, num_query_heads
         self.num_key_value_heads = num_key_value_heads
         self.num_repeats = num_query_heads // num_key_value_heads
         self.dropout, self.use_bias, self.use_gate = dropout, use_bias, use_gate
         self.sliding_window, self.seed = sliding_window, seed
-        self._flash_attention = bool(flash_attention or settings.is_flash_attention_enabled())
-        if self._flash_attention and self.dropout > 0.0:
-            raise ValueError(f"{self.name}: Dropout is not supported when flash attention is "
-                             "enabled. Please set dropout to 0.0 to use flash attention. "
-                             f"Received: dropout={dropout}")
+        self._flash_attention = check_window_and_flash(self.name, sliding_window,
+                                                       flash_attention, dropout)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = get_regularizer(kernel_regularizer)
@@ -149,37 +142,18 @@ class GroupedQueryAttention(Layer):
                                 key_mask=None, attention_mask=None, use_causal_mask=False):
         """The ``(B, T, S)`` boolean mask of the inputs' masks, causality, the sliding window
         and ``attention_mask`` ANDed, or None (Keras's override point)."""
-        parts = []
-        if query_mask is not None:
-            parts.append(ops.expand_dims(ops.cast(query_mask, "bool"), -1))
-        for m in (value_mask, key_mask):
-            if m is not None:
-                parts.append(ops.expand_dims(ops.cast(m, "bool"), -2))
-        if use_causal_mask:
-            parts.append(self._compute_causal_mask(query, value))
+        extra = [self._compute_causal_mask(query, value)] if use_causal_mask else []
         if self.sliding_window is not None:
-            parts.append(self._compute_sliding_window_mask(query, value))
-        if attention_mask is not None:
-            parts.insert(0, ops.cast(attention_mask, "bool"))
-        if not parts:
-            return None
-        mask = parts[0]
-        for part in parts[1:]:
-            mask = ops.logical_and(mask, part)
-        return mask
+            extra.append(self._compute_sliding_window_mask(query, value))
+        return combined_mask(query_mask, value_mask, key_mask, attention_mask, extra)
 
     def _compute_causal_mask(self, query, value=None):
         """``(1, T, S)`` booleans, True where key ``j <= i`` for query ``i``."""
-        t = query.shape[1]
-        s = t if value is None else value.shape[1]
-        return constant(np.tril(np.ones((t, s), bool))[None], _backend_of(query))
+        return causal_mask(query, value)
 
     def _compute_sliding_window_mask(self, query, value=None):
         """``(1, T, S)`` booleans, True where ``|i - j| < sliding_window``."""
-        t = query.shape[1]
-        s = t if value is None else value.shape[1]
-        rows, cols = np.arange(t)[:, None], np.arange(s)[None, :]
-        return constant((np.abs(rows - cols) < self.sliding_window)[None], _backend_of(query))
+        return sliding_window_mask(query, value, self.sliding_window)
 
     def _compute_attention(self, query, key, value, attention_mask=None, training=None,
                            use_causal_mask=False):
@@ -272,10 +246,6 @@ class GroupedQueryAttention(Layer):
                 "kernel_constraint": constraints.serialize(self.kernel_constraint),
                 "bias_constraint": constraints.serialize(self.bias_constraint),
                 "seed": self.seed}
-
-
-def _backend_of(x):
-    return getattr(x, "backend", None)
 
 
 GroupQueryAttention = GroupedQueryAttention  # Keras exports the class under this name

@@ -51,6 +51,58 @@ def _positive(who, name, value, optional=False):
     return int(value)
 
 
+
+def check_window_and_flash(who, sliding_window, flash_attention, dropout):
+    """Keras's checks of ``sliding_window`` and ``flash_attention``; returns whether flash
+    attention is on (the argument, else `kerasrs.config.is_flash_attention_enabled`).
+
+    Raises:
+        ValueError: for a ``sliding_window`` that is not None or a positive int, or dropout
+            with flash attention (Keras's phrases).
+    """
+    if sliding_window is not None and (not isinstance(sliding_window, int) or
+                                       isinstance(sliding_window, bool) or sliding_window <= 0):
+        raise ValueError(f"{who}: `sliding_window` must be `None` or a positive integer. "
+                         f"Received: sliding_window={sliding_window!r}")
+    flash = bool(flash_attention or settings.is_flash_attention_enabled())
+    if flash and dropout > 0.0:
+        raise ValueError(f"{who}: Dropout is not supported when flash attention is enabled. "
+                         f"Please set dropout to 0.0 to use flash attention. Received: "
+                         f"dropout={dropout}")
+    return flash
+
+
+def combined_mask(query_mask, value_mask, key_mask, attention_mask, extra):
+    """The boolean masks ANDed: ``attention_mask``, the query's mask on the query axis, the
+    value's and key's on the key axis, then the ``extra`` masks (causal, window); or None."""
+    parts = [] if attention_mask is None else [ops.cast(attention_mask, "bool")]
+    if query_mask is not None:
+        parts.append(ops.expand_dims(ops.cast(query_mask, "bool"), -1))
+    parts += [ops.expand_dims(ops.cast(m, "bool"), -2) for m in (value_mask, key_mask)
+              if m is not None]
+    parts += extra
+    if not parts:
+        return None
+    mask = parts[0]
+    for part in parts[1:]:
+        mask = ops.logical_and(mask, part)
+    return mask
+
+
+def causal_mask(query, value=None):
+    """``(1, T, S)`` booleans, True where key ``j <= i`` for query ``i``."""
+    t = query.shape[1]
+    s = t if value is None else value.shape[1]
+    return constant(np.tril(np.ones((t, s), bool))[None], getattr(query, "backend", None))
+
+
+def sliding_window_mask(query, value, window):
+    """``(1, T, S)`` booleans, True where ``|i - j| < window``."""
+    t = query.shape[1]
+    s = t if value is None else value.shape[1]
+    rows, cols = np.arange(t)[:, None], np.arange(s)[None, :]
+    return constant((np.abs(rows - cols) < window)[None], getattr(query, "backend", None))
+
 class MultiHeadAttention(Layer):
     """Multi-head attention: per-head scaled dot products of projected queries and keys weight
     the projected values; the heads are projected back to the query's size.
@@ -126,17 +178,9 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"{self.name}: `attention_axes` must be an int, list, or tuple. "
                              f"Received: attention_axes={attention_axes!r}")
         self.attention_axes = None if attention_axes is None else tuple(attention_axes)
-        if sliding_window is not None and (not isinstance(sliding_window, int) or
-                                           isinstance(sliding_window, bool) or
-                                           sliding_window <= 0):
-            raise ValueError(f"{self.name}: `sliding_window` must be `None` or a positive "
-                             f"integer. Received: sliding_window={sliding_window!r}")
+        self._flash_attention = check_window_and_flash(self.name, sliding_window,
+                                                       flash_attention, self.dropout)
         self._sliding_window = sliding_window
-        self._flash_attention = bool(flash_attention or settings.is_flash_attention_enabled())
-        if self._flash_attention and self.dropout > 0.0:
-            raise ValueError(f"{self.name}: Dropout is not supported when flash attention is "
-                             "enabled. Please set dropout to 0.0 to use flash attention. "
-                             f"Received: dropout={dropout}")
         self.seed = seed
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
@@ -320,25 +364,12 @@ class MultiHeadAttention(Layer):
         Raises:
             ValueError: for an ``attention_mask`` that does not broadcast, naming the shapes.
         """
-        parts = []
-        if query_mask is not None:
-            parts.append(ops.expand_dims(ops.cast(query_mask, "bool"), -1))
-        for m in (value_mask, key_mask):
-            if m is not None:
-                parts.append(ops.expand_dims(ops.cast(m, "bool"), -2))
-        if use_causal_mask:
-            parts.append(self._compute_causal_mask(query, value))
-        if self._sliding_window is not None:
-            parts.append(self._compute_sliding_window_mask(query, value))
         if attention_mask is not None:
             self._check_attention_mask(attention_mask, query, value)
-            parts.insert(0, ops.cast(attention_mask, "bool"))
-        if not parts:
-            return None
-        mask = parts[0]
-        for part in parts[1:]:
-            mask = ops.logical_and(mask, part)
-        return mask
+        extra = [self._compute_causal_mask(query, value)] if use_causal_mask else []
+        if self._sliding_window is not None:
+            extra.append(self._compute_sliding_window_mask(query, value))
+        return combined_mask(query_mask, value_mask, key_mask, attention_mask, extra)
 
     def _check_attention_mask(self, mask, query, value):
         t, s = query.shape[1], value.shape[1]
@@ -358,16 +389,11 @@ class MultiHeadAttention(Layer):
 
     def _compute_causal_mask(self, query, value=None):
         """``(1, T, S)`` booleans, True where key ``j <= i`` for query ``i``."""
-        t = query.shape[1]
-        s = t if value is None else value.shape[1]
-        return constant(np.tril(np.ones((t, s), bool))[None], query.backend)
+        return causal_mask(query, value)
 
     def _compute_sliding_window_mask(self, query, value=None):
         """``(1, T, S)`` booleans, True where ``|i - j| < sliding_window``."""
-        t = query.shape[1]
-        s = t if value is None else value.shape[1]
-        rows, cols = np.arange(t)[:, None], np.arange(s)[None, :]
-        return constant((np.abs(rows - cols) < self._sliding_window)[None], query.backend)
+        return sliding_window_mask(query, value, self._sliding_window)
 
     # -- checks -----------------------------------------------------------------------------------
     def _check_ranks(self, query_shape, value_shape, key_shape):
