@@ -5,9 +5,10 @@ import numpy as np
 
 from kerasrs import activations, initializers, ops
 from kerasrs import backend as backend_module
+from kerasrs.autodiff import Variable
 from kerasrs.layers.base import InputSpec, Layer
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
-from kerasrs.ops import projection
+from kerasrs.ops import creation, projection
 from kerasrs.ops.core import constant
 
 
@@ -130,15 +131,21 @@ def dropout_mask(layer, shape, rate, dtype, be):
     process continues it). Either way a seed gives the same masks on NumPy and on CuPy.
     """
     seed = getattr(layer, "seed", None)
-    if seed is None:
-        key, offset = backend_module.dropout_seed(), 0
-    else:
-        drawn = layer.__dict__.setdefault("_philox_offset", [0])
-        key, offset = int(seed) % 2 ** 64, drawn[0]
-        drawn[0] += 1
     if rate >= 1:
         return be.xp.zeros(shape, dtype)
-    return be.dropout_mask(tuple(shape), rate, key, offset, dtype)
+    mask = creation.DropoutMask(shape, rate, dtype, seed)
+    if seed is None:
+        return mask.apply().data
+    drawn = layer.__dict__.get("_philox_offset")  # a Variable: a graph reads and updates it
+    if drawn is None:
+        with backend_module.using(be.name):
+            drawn = Variable(np.zeros((), "int64"), dtype="int64", trainable=False,
+                             name="philox_offset")
+        drawn.path = f"{layer.name}/philox_offset"
+        layer.__dict__["_philox_offset"] = drawn  # not a tracked weight (not saved)
+    out = mask.apply(drawn).data
+    drawn.assign_add(1)
+    return out
 
 
 def _check_noise_shape(name, noise_shape):
@@ -252,7 +259,9 @@ class Embedding(Layer):
             self._initial_weights = None
 
     def call(self, inputs):
-        ids = inputs.data if inputs.dtype.kind in "iu" else inputs.data.astype("int64")
+        if inputs.dtype.kind not in "iu":
+            inputs = ops.cast(inputs, "int64")
+        ids = inputs.data
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.input_dim):
             bad = int(ids[(ids < 0) | (ids >= self.input_dim)].reshape(-1)[0])
             raise ValueError(f"{self.name}: token ids must be in [0, {self.input_dim}) "
@@ -263,7 +272,7 @@ class Embedding(Layer):
     def compute_mask(self, inputs, mask=None):
         if not self.mask_zero:
             return None
-        return constant(inputs.data != 0, inputs.backend)
+        return ops.not_equal(inputs, 0)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.output_dim,)
