@@ -151,7 +151,7 @@ class JitSteps:
         out = entry.program(**feeds)
         count = len(autodiff._flatten(entry.outputs))
         return autodiff._pack(entry.outputs, iter(
-            [backend_module.convert_to_numpy(out[f"y_pred/{i}"].data) for i in range(count)]))
+            [np.asarray(out[f"y_pred/{i}"].numpy()) for i in range(count)]))
 
     def custom_step(self, name):
         """An overridden ``name`` (``train_step``...) runs eagerly: said once under
