@@ -66,10 +66,12 @@ def update_rule(optimizer):
     return rule
 
 
-def hyper_feeds(optimizer):
-    """``{input name: 0-d float64 array}``: the host values of ``optimizer``'s next step."""
+def hyper_feeds(optimizer, backend=None):
+    """``{input name: 0-d float64 array}``: the host values of ``optimizer``'s next step, on
+    ``backend`` (a `kerasrs.backend.Backend`, where the variables are; default NumPy)."""
     values = update_rule(optimizer).host_values(optimizer)
-    return {HYPER + name: np.asarray(value, np.float64) for name, value in values.items()}
+    put = np.asarray if backend is None or backend.name == "numpy" else backend.asarray
+    return {HYPER + name: put(np.float64(value)) for name, value in values.items()}
 
 
 def trace_train_step(model, optimizer, loss_fn, batch_spec):
@@ -109,7 +111,8 @@ def trace_train_step(model, optimizer, loss_fn, batch_spec):
             tracing.assign(w, value)
         return {"loss": loss}
 
-    return tracing.Tracer().trace_feeds(step, {"x": x, "y": y, **hyper_feeds(optimizer)})
+    return tracing.Tracer().trace_feeds(
+        step, {"x": x, "y": y, **hyper_feeds(optimizer, variables[0].backend)})
 
 
 def _example(spec):

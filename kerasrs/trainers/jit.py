@@ -110,7 +110,8 @@ class JitSteps:
             variables = model._train_variables = model.trainable_weights
         try:
             feeds = self._feeds(x, y, sample_weight)
-            feeds.update(hyper_feeds(model.optimizer) if variables else {})
+            feeds.update(hyper_feeds(model.optimizer, variables[0].backend) if variables
+                         else {})
         except NotImplementedError as e:
             return self._fall_back("train", e)
         key = ("train", real, _signature(feeds), tuple(id(v) for v in variables))

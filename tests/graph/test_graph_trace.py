@@ -246,9 +246,27 @@ def test_a_npy_file_becomes_a_constant_node(tmp_path):
 
 
 def test_labels_that_are_no_view_of_an_input_are_baked_in_with_a_warning():
-    """uint8 labels are copied to int64 inside the loss: the copy is no input's memory."""
+    """Labels copied on the raw arrays are no input's memory: baked in, with a warning."""
     def f(x, labels):
-        return ops.sparse_categorical_crossentropy(labels, x, from_logits=True)
+        copied = kerasrs.Tensor(labels.data.astype("int64"))
+        return ops.sparse_categorical_crossentropy(copied, x, from_logits=True)
 
     with pytest.warns(UserWarning, match="data 'labels' of 'sparse_softmax_cross_entropy'"):
         graph.trace(f, x=np.zeros((4, 3), "float32"), labels=np.zeros(4, "uint8"))
+    with pytest.raises(graph.TraceError, match="data 'labels' of 'sparse_softmax_cross"):
+        graph.Tracer(strict=True).trace(f, x=np.zeros((4, 3), "float32"),
+                                        labels=np.zeros(4, "uint8"))
+
+
+def test_labels_of_another_integer_dtype_are_cast_by_an_op():
+    def f(x, labels):
+        return ops.sparse_categorical_crossentropy(labels, x, from_logits=True)
+
+    traced = graph.trace(f, x=np.zeros((4, 3), "float32"), labels=np.zeros(4, "uint8"))
+    cast = next(n for n in traced.nodes if n.op == "cast")
+    assert traced.nodes[cast.inputs[0]].name == "labels" and cast.attrs["dtype"] == "int64"
+    labels = np.array([2, 0, 1, 2], "uint8")
+    got = traced.run(x=np.eye(4, 3, dtype="float32"), labels=labels)["output"].numpy()
+    want = ops.sparse_categorical_crossentropy(labels, np.eye(4, 3, dtype="float32"),
+                                               from_logits=True).numpy()
+    np.testing.assert_array_equal(got, want)
