@@ -219,7 +219,8 @@ class Tracer:
         token = context.tracers.set(context.tracers.get() + (self,))
         try:
             with GradientTape(persistent=True) as tape:
-                tape.watch([t for t in arguments.values() if isinstance(t, Tensor)])
+                tape.watch([t for t in arguments.values()  # integer inputs get no gradient
+                            if isinstance(t, Tensor) and _differentiable(t)])
                 self.tape = tape
                 result = call()
         finally:
@@ -451,6 +452,12 @@ class Tracer:
                           "in as constants (they will not change between runs): "
                           + "; ".join(self.captured), stacklevel=3)
         return self.builder.graph(outputs, self.updates, self.bindings)
+
+
+def _differentiable(tensor):
+    """Float, complex and bfloat16 tensors carry gradients (the tape's rule)."""
+    dtype = tensor.data.dtype
+    return dtype.kind in "fc" or dtype.name == "bfloat16"
 
 
 def _array_like(value):

@@ -137,7 +137,7 @@ def test_masks_multi_output_and_mixed_precision_match_eager():
         _assert_same(_bn_dropout_mlp, {"optimizer": "adam", "loss": LOGITS},
                      {"batch_size": 16, "epochs": 1, "shuffle": False})
     finally:
-        kerasrs.mixed_precision.set_global_policy("float32")
+        kerasrs.dtype_policies.set_dtype_policy(None)  # back to the default: follow floatx()
 
 
 def test_a_trained_model_saves_and_reloads_as_an_eager_one(tmp_path):
@@ -242,3 +242,23 @@ def test_an_overridden_train_step_runs_eagerly_with_a_warning():
     model.compile("adam", LOGITS, jit_compile=True)
     with pytest.warns(UserWarning, match="the overridden train_step runs eagerly"):
         model.fit(X, Y, batch_size=50, epochs=1, verbose=0)
+
+
+def test_nan_in_the_data_stops_a_jit_fit_where_eager_fit_stops():
+    """NaN in the data: the steps run eagerly (the loss is checked before the update), so fit
+    stops at the same batch with the same weights as without jit_compile."""
+    x = X[:64].copy()
+    x[37, 0] = np.nan  # batch 5 of 8 rows
+    weights = {}
+    for mode in (False, True):
+        kerasrs.utils.set_random_seed(0)
+        model = kerasrs.Sequential([layers.Input((12,)), layers.Dense(3)])
+        model.compile("sgd", LOGITS, jit_compile=mode)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            history = model.fit(x, Y[:64], batch_size=8, epochs=2, shuffle=False, verbose=0)
+        assert len(history.history["loss"]) == 1 and np.isnan(history.history["loss"][0])
+        assert int(model.optimizer.iterations.numpy()) == 4
+        weights[mode] = model.get_weights()
+    for got, want in zip(weights[True], weights[False]):
+        np.testing.assert_array_equal(got, want)
