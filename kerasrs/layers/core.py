@@ -5,11 +5,12 @@ import numpy as np
 
 from kerasrs import activations, constraints, initializers, ops, quantizers, random
 from kerasrs import backend as backend_module
+from kerasrs.autodiff import Variable
 from kerasrs.layers.base import InputSpec, Layer
 from kerasrs.layers.quantized import KernelQuantization
 from kerasrs.layers.quantized_embedding import EmbeddingQuantization, ReverseQuantization
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
-from kerasrs.ops import projection
+from kerasrs.ops import creation, projection
 from kerasrs.ops.core import constant
 
 
@@ -189,12 +190,25 @@ def dropout_mask(generator, shape, rate, dtype, be):
     stream that ``set_random_seed`` seeds, so a model rebuilt or reloaded in the same process
     continues it). Either way a seed gives the same masks on NumPy and on CuPy.
     """
-    key, offset = (int(v) for v in generator.next())
-    if generator._initial_seed is None:  # unseeded: a fresh key from the host stream that
-        key, offset = backend_module.dropout_seed(), 0  # set_random_seed seeds (see above)
+    generator.next()  # the generator counts every mask (its state is what Keras exposes)
     if rate >= 1:
         return be.xp.zeros(shape, dtype)
-    return be.dropout_mask(tuple(shape), rate, key % 2 ** 64, offset, dtype)
+    seed = generator._initial_seed
+    mask = creation.DropoutMask(shape, rate, dtype, seed)
+    if seed is None:  # unseeded: a fresh key from the host stream set_random_seed seeds
+        return mask.apply().data
+    # The counter offset as a Variable on the mask's backend: a traced step reads and updates
+    # it, so a replayed step draws the masks the eager one would.
+    drawn = generator.__dict__.get("_philox_offset")
+    if drawn is None:
+        with backend_module.using(be.name):
+            drawn = Variable(np.zeros((), "int64"), dtype="int64", trainable=False,
+                             name="philox_offset")
+        drawn.path = f"{generator.name}/philox_offset"
+        generator.__dict__["_philox_offset"] = drawn  # not a tracked weight (not saved)
+    out = mask.apply(drawn).data
+    drawn.assign_add(1)
+    return out
 
 
 def _check_noise_shape(name, noise_shape):
@@ -331,7 +345,9 @@ class Embedding(EmbeddingQuantization, Layer):
 
     def _lookup_ids(self, inputs):
         """The ids as an int Tensor, each checked to be in ``[0, input_dim)``."""
-        ids = inputs.data if inputs.dtype.kind in "iu" else inputs.data.astype("int64")
+        if inputs.dtype.kind not in "iu":  # an op, so that a traced step records the cast
+            inputs = ops.cast(inputs, "int64")
+        ids = inputs.data
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.input_dim):
             bad = int(ids[(ids < 0) | (ids >= self.input_dim)].reshape(-1)[0])
             raise ValueError(f"{self.name}: token ids must be in [0, {self.input_dim}) "
@@ -340,8 +356,10 @@ class Embedding(EmbeddingQuantization, Layer):
         return constant(ids, inputs.backend)
 
     def call(self, inputs):
-        return ops.cast(ops.take(self.embeddings, self._lookup_ids(inputs), axis=0),
-                        self.compute_dtype)
+        out = ops.take(self.embeddings, self._lookup_ids(inputs), axis=0)
+        # No cast node when the dtypes agree: a traced step's simplify pass mishandles a
+        # no-op cast after a gather (a graph bug noted in issue 21, worked around here).
+        return out if out.dtype == self.compute_dtype else ops.cast(out, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         if not self.mask_zero:

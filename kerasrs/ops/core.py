@@ -6,6 +6,7 @@ plus the public function with Keras's name. Broadcast gradients are reduced by t
 
 import numpy as np
 
+from kerasrs import context
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.backend import floatx, is_float_dtype
 from kerasrs.ops.dispatch import op
@@ -13,9 +14,20 @@ from kerasrs.ops.dispatch import op
 EPSILON = 1e-7  # Keras's backend.epsilon(): probabilities are clipped to [EPSILON, 1 - EPSILON]
 
 
+_tracers_var = context.tracers
+
+
 def constant(data, backend):
-    """A Tensor that no tape records: the result of a non-differentiable op."""
-    return Tensor(data, backend=backend)
+    """A Tensor that no tape records: the result of a non-differentiable op. While
+    `kerasrs.graph` traces, its array is declared a constant of the graph (made from shapes
+    and Python values, as creation ops make it); values computed from traced tensors must come
+    from registered ops instead."""
+    t = Tensor(data, backend=backend)
+    tracers = _tracers_var.get()
+    if tracers:
+        for tracer in tracers:
+            tracer.declare_constant(t.data)
+    return t
 
 
 def raw(x):
@@ -24,15 +36,47 @@ def raw(x):
 
 
 def no_gradient(x, fn):
-    """The Tensor ``fn(xp, array)`` of ``x``'s values, with no gradient (an index, a count...)."""
+    """The Tensor ``fn(xp, array)`` of ``x``'s values, with no gradient (an index, a count...).
+    Computed on the raw array: while `kerasrs.graph` traces, this is a host read of ``x``."""
     x = convert_to_tensor(x)
+    x._report_host_read("a computation without a graph op")
     return constant(fn(x.backend.xp, x.data), x.backend)
+
+
+# -- ops without a gradient ----------------------------------------------------------------------
+NO_GRADIENT_OPS = {}  # name -> compute(xp, *arrays, **params): comparisons, argmax, rounding...
+
+
+class NoGradient(Function):
+    """A non-differentiable op: ``NO_GRADIENT_OPS[name](xp, *arrays, **params)``, whose backward
+    gives no gradient to any input. A Function (not a constant) so that graphs record it
+    (`kerasrs.graph` registers every entry of `NO_GRADIENT_OPS` under its name)."""
+
+    def __init__(self, name, **params):
+        self.name, self.params = name, params
+
+    def forward(self, *arrays):
+        self.n_inputs = len(arrays)
+        return NO_GRADIENT_OPS[self.name](self.xp, *arrays, **self.params)
+
+    def backward(self, gy):
+        return (None,) * self.n_inputs
+
+
+def no_gradient_op(name, compute):
+    """Register ``compute(xp, *arrays, **params)`` as the op ``name`` without a gradient;
+    returns ``apply(*inputs, **params) -> Tensor``."""
+    NO_GRADIENT_OPS[name] = compute
+    return lambda *inputs, **params: NoGradient(name, **params).apply(*inputs)
+
+
+_to_float32 = no_gradient_op("to_float", lambda xp, a: a.astype("float32"))
 
 
 def to_float(x):
     """``x`` as a Tensor, integers and bools cast to float32 (as Keras's float-valued ops do)."""
     x = convert_to_tensor(x)
-    return constant(x.data.astype("float32"), x.backend) if x.dtype.kind in "iub" else x
+    return _to_float32(x) if x.dtype.kind in "iub" else x
 
 
 def sorted_axes(op, x, axis):
@@ -182,8 +226,10 @@ def negative(x):
 @op
 def floor_divide(x1, x2):
     """Elementwise ``x1 // x2``. Piecewise constant, so no gradient flows."""
-    x1, x2 = _pair(x1, x2)
-    return constant(x1.data // x2.data, x1.backend)
+    return _floor_divide(*_pair(x1, x2))
+
+
+_floor_divide = no_gradient_op("floor_divide", lambda xp, a, b: a // b)
 
 
 class Mod(Function):
@@ -208,8 +254,8 @@ def mod(x1, x2):
 
 def _pair(x1, x2):
     t = x1 if isinstance(x1, Tensor) else x2 if isinstance(x2, Tensor) else convert_to_tensor(x1)
-    a = x1 if isinstance(x1, Tensor) else Tensor(raw_like(x1, t), backend=t.backend)
-    b = x2 if isinstance(x2, Tensor) else Tensor(raw_like(x2, t), backend=t.backend)
+    a = x1 if isinstance(x1, Tensor) else constant(raw_like(x1, t), t.backend)
+    b = x2 if isinstance(x2, Tensor) else constant(raw_like(x2, t), t.backend)
     return a, b
 
 
@@ -221,9 +267,10 @@ def raw_like(value, ref):
 
 
 def _compare(name, compare):
+    apply = no_gradient_op(name, lambda xp, a, b: compare(a, b))
+
     def fn(x1, x2):
-        x1, x2 = _pair(x1, x2)
-        return constant(compare(x1.data, x2.data), x1.backend)
+        return apply(*_pair(x1, x2))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise comparison ``{name}``: a bool Tensor. No gradient flows."
@@ -243,8 +290,10 @@ logical_or = _compare("logical_or", lambda a, b: a | b)
 @op
 def logical_not(x):
     """Elementwise boolean not. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(~x.data.astype(bool), x.backend)
+    return _logical_not(convert_to_tensor(x))
+
+
+_logical_not = no_gradient_op("logical_not", lambda xp, a: ~a.astype(bool))
 
 
 # -- matmul ------------------------------------------------------------------------------------

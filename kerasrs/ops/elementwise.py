@@ -9,7 +9,7 @@ comparisons and integer ops return Tensors that no gradient flows through.
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
-from kerasrs.ops.core import _pair, constant, to_float
+from kerasrs.ops.core import _pair, constant, no_gradient_op, to_float
 from kerasrs.ops.math import Unary, _quiet, erf
 from kerasrs.ops.dispatch import op
 
@@ -192,10 +192,10 @@ divide_no_nan = _binary(
 
 # -- no gradient: rounding, tests, integer and bitwise ops --------------------------------------
 def _plain(name, compute, doc):
+    apply = no_gradient_op(name, compute)
+
     def fn(*args):
-        ts = [convert_to_tensor(a) for a in args]
-        out = compute(ts[0].backend.xp, *[t.data for t in ts])
-        return constant(out, ts[0].backend)
+        return apply(*[convert_to_tensor(a) for a in args])
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc + " No gradient flows."
@@ -232,5 +232,7 @@ right_shift = _plain("right_shift", lambda xp, a, b: xp.right_shift(a, b), "``x1
 @op
 def round(x, decimals=0):  # noqa: A001  (Keras's name)
     """Elementwise rounding to ``decimals`` places, halves to even. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.round(x.data, decimals), x.backend)
+    return _round(convert_to_tensor(x), decimals=int(decimals))
+
+
+_round = no_gradient_op("round", lambda xp, a, decimals: xp.round(a, decimals))

@@ -6,7 +6,7 @@ import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.backend import is_float_dtype, standardize_dtype
-from kerasrs.ops.core import constant, no_gradient
+from kerasrs.ops.core import constant, no_gradient, no_gradient_op
 from kerasrs.ops.dispatch import op
 
 
@@ -98,29 +98,37 @@ def erf(x):
 @op
 def isnan(x):
     """Elementwise ``x != x``: a bool Tensor. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.isnan(x.data), x.backend)
+    return _isnan(convert_to_tensor(x))
+
+
+_isnan = no_gradient_op("isnan", lambda xp, a: xp.isnan(a))
 
 
 @op
 def isfinite(x):
     """Elementwise "neither inf nor NaN": a bool Tensor. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.isfinite(x.data), x.backend)
+    return _isfinite(convert_to_tensor(x))
+
+
+_isfinite = no_gradient_op("isfinite", lambda xp, a: xp.isfinite(a))
 
 
 @op
 def isinf(x):
     """Elementwise ``|x| == inf``: a bool Tensor. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.isinf(x.data), x.backend)
+    return _isinf(convert_to_tensor(x))
+
+
+_isinf = no_gradient_op("isinf", lambda xp, a: xp.isinf(a))
 
 
 @op
 def sign(x):
     """Elementwise sign (-1, 0 or 1). Piecewise constant: no gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.sign(x.data), x.backend)
+    return _sign(convert_to_tensor(x))
+
+
+_sign = no_gradient_op("sign", lambda xp, a: xp.sign(a))
 
 
 @op
@@ -164,6 +172,7 @@ def where(condition, x1=None, x2=None):
     ``condition``, returns the indices where it is true (as NumPy's ``nonzero``)."""
     if x1 is None and x2 is None:
         c = convert_to_tensor(condition)
+        c._report_host_read("where(condition) (indices: a shape that depends on the values)")
         return tuple(constant(i, c.backend) for i in c.backend.xp.nonzero(c.data))
     c = condition.data if isinstance(condition, Tensor) else condition
     return Where().apply(np.asarray(c) if isinstance(c, list) else c, x1, x2)
@@ -318,15 +327,21 @@ amax, amin = max, min
 @op
 def argmax(x, axis=None, keepdims=False):
     """Index of the maximum along ``axis`` (flattened when None). Integer result, no gradient."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.argmax(x.data, axis=axis, keepdims=keepdims), x.backend)
+    return _argmax(convert_to_tensor(x), axis=axis, keepdims=bool(keepdims))
+
+
+_argmax = no_gradient_op("argmax", lambda xp, a, axis, keepdims: xp.argmax(a, axis=axis,
+                                                                         keepdims=keepdims))
 
 
 @op
 def argmin(x, axis=None, keepdims=False):
     """Index of the minimum along ``axis`` (flattened when None). Integer result, no gradient."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.argmin(x.data, axis=axis, keepdims=keepdims), x.backend)
+    return _argmin(convert_to_tensor(x), axis=axis, keepdims=bool(keepdims))
+
+
+_argmin = no_gradient_op("argmin", lambda xp, a, axis, keepdims: xp.argmin(a, axis=axis,
+                                                                         keepdims=keepdims))
 
 
 @op
