@@ -30,7 +30,8 @@ class BackupAndRestore(Callback):
 
     Raises:
         ValueError: for an empty ``backup_dir`` or a bad ``save_freq``; at the start of
-            ``fit``, for an unbuilt model.
+            ``fit``, for an unbuilt model or a damaged ``training_metadata.json`` (naming the
+            file and the backup folder).
     """
 
     def __init__(self, backup_dir, save_freq="epoch", double_checkpoint=False,
@@ -106,14 +107,34 @@ class BackupAndRestore(Callback):
             raise ValueError("BackupAndRestore: the model must be built before fit() (give it "
                              "an Input or call it on a batch). Received: an unbuilt model "
                              f"{getattr(model, 'name', model)!r}")
+        epoch = self._read_epoch() if os.path.exists(self._metadata_path) else None
         if os.path.exists(self._weights_path):
             optimizer = getattr(model, "optimizer", None)
             if optimizer is not None and not optimizer.built:
                 optimizer.build(model.trainable_weights)
             model.load_weights(self._weights_path)
-        if os.path.exists(self._metadata_path):
+        if epoch is not None:
+            model._initial_epoch = epoch
+
+    def _read_epoch(self):
+        """The next epoch from ``training_metadata.json``.
+
+        Raises:
+            ValueError: for a damaged file, naming it and the backup folder.
+        """
+        try:
             with open(self._metadata_path, encoding="utf-8") as f:
-                model._initial_epoch = int(json.load(f)["epoch"])
+                epoch = json.load(f)["epoch"]
+            if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+                raise ValueError(f"'epoch' is {epoch!r}, not an epoch number")
+            return epoch
+        except (ValueError, KeyError, TypeError) as e:  # bad JSON or UTF-8, wrong fields
+            detail = "no 'epoch' entry" if isinstance(e, KeyError) else str(e)
+            raise ValueError(
+                f"BackupAndRestore: the backup's {self._metadata_path!r} is damaged ({detail}), "
+                f"so training cannot resume from the backup folder {self.backup_dir!r}. Delete "
+                "that folder to start training afresh. Received: file content that is not "
+                '{"epoch": <int>, "batch": <int>}') from e
 
     def _writes(self):
         """False on the processes of a data-parallel fit other than rank 0: they all restore

@@ -239,6 +239,20 @@ def _check_axis(op, x, axis):
                              f"Received: shape {np.shape(getattr(x, 'data', x))}")
 
 
+def _check_not_empty(op, x, axis):
+    """Refuse a max/min/argmax/argmin over no values (NumPy's errors name its internals).
+
+    Raises:
+        ValueError: naming ``op``, the shape and the axis.
+    """
+    shape = np.shape(x.data if isinstance(x, Tensor) else x)
+    axes = _axes(axis, len(shape))
+    if any(shape[a] == 0 for a in axes):
+        raise ValueError(f"{op}: the input is empty along the reduced axes, so there is no "
+                         f"value to take the {op} of. Received: shape {tuple(shape)}, "
+                         f"axis={axis!r}")
+
+
 def _expand_like(g, shape, axes):
     """Re-insert reduced axes so ``g`` broadcasts against the input of shape ``shape``."""
     return g.reshape([1 if i in axes else n for i, n in enumerate(shape)])
@@ -262,8 +276,10 @@ class Sum(Function):
 class Mean(Sum):
     def forward(self, x):
         y = super().forward(x)
-        self.count = builtins.max(int(np.prod([x.shape[a] for a in self.axes])), 1)
-        return y / self.count
+        count = int(np.prod([x.shape[a] for a in self.axes]))
+        self.count = builtins.max(count, 1)  # the gradient of an empty input is empty anyway
+        y = y / self.count
+        return y * np.nan if count == 0 else y  # the mean of nothing is nan, as in NumPy
 
     def backward(self, gy):
         return (super().backward(gy / self.count)[0],)
@@ -300,7 +316,7 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001
 
 @op
 def mean(x, axis=None, keepdims=False):
-    """Arithmetic mean over ``axis`` (int, tuple or None)."""
+    """Arithmetic mean over ``axis`` (int, tuple or None); nan over no values, as NumPy."""
     _check_axis("mean", x, axis)
     return Mean(axis, keepdims).apply(x)
 
@@ -309,6 +325,7 @@ def mean(x, axis=None, keepdims=False):
 def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     """Maximum over ``axis``. Ties share the gradient evenly."""
     _check_axis("max", x, axis)
+    _check_not_empty("max", x, axis)
     y = MaxMinReduce(axis, keepdims, True).apply(x)
     return y if initial is None else maximum(y, initial)
 
@@ -317,6 +334,7 @@ def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
 def min(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     """Minimum over ``axis``. Ties share the gradient evenly."""
     _check_axis("min", x, axis)
+    _check_not_empty("min", x, axis)
     y = MaxMinReduce(axis, keepdims, False).apply(x)
     return y if initial is None else minimum(y, initial)
 
@@ -327,7 +345,10 @@ amax, amin = max, min
 @op
 def argmax(x, axis=None, keepdims=False):
     """Index of the maximum along ``axis`` (flattened when None). Integer result, no gradient."""
-    return _argmax(convert_to_tensor(x), axis=axis, keepdims=bool(keepdims))
+    x = convert_to_tensor(x)
+    _check_axis("argmax", x, axis)
+    _check_not_empty("argmax", x, axis)
+    return _argmax(x, axis=axis, keepdims=bool(keepdims))
 
 
 _argmax = no_gradient_op("argmax", lambda xp, a, axis, keepdims: xp.argmax(a, axis=axis,
@@ -337,7 +358,10 @@ _argmax = no_gradient_op("argmax", lambda xp, a, axis, keepdims: xp.argmax(a, ax
 @op
 def argmin(x, axis=None, keepdims=False):
     """Index of the minimum along ``axis`` (flattened when None). Integer result, no gradient."""
-    return _argmin(convert_to_tensor(x), axis=axis, keepdims=bool(keepdims))
+    x = convert_to_tensor(x)
+    _check_axis("argmin", x, axis)
+    _check_not_empty("argmin", x, axis)
+    return _argmin(x, axis=axis, keepdims=bool(keepdims))
 
 
 _argmin = no_gradient_op("argmin", lambda xp, a, axis, keepdims: xp.argmin(a, axis=axis,

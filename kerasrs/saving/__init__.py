@@ -15,7 +15,9 @@ optimizer's state (``iterations`` and slots) come back exactly, so training resu
 Every file is written to a temporary name in the target's folder and renamed into place
 (`kerasrs.saving.atomic`), so a failed save never damages an existing file. Loading runs no code
 from the file: there is no pickle, and a ``Lambda`` layer's Python bytecode is refused under
-``safe_mode=True``.
+``safe_mode=True``. A ``.keras`` archive is never extracted to disk, and one whose members would
+inflate beyond ``kerasrs.saving.keras_zip.MAX_MEMBER_BYTES`` (64 MiB; a stored weights member is
+exempt) is refused before any member is read.
 """
 
 import contextlib
@@ -201,8 +203,9 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
 
     Raises:
         FileNotFoundError: if there is no such file.
-        ValueError: for a corrupt or unknown file, an unknown class (naming it and saying how
-            to register it), refused bytecode, or weights that do not fit.
+        ValueError: for a corrupt or unknown file, a ``.keras`` member that inflates beyond
+            ``keras_zip.MAX_MEMBER_BYTES`` (naming it and its sizes), an unknown class (naming
+            it and saying how to register it), refused bytecode, or weights that do not fit.
     """
     kind = _file_kind(filepath, "load_model")
     with _reading("load_model", filepath):

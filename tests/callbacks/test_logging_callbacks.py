@@ -196,3 +196,17 @@ def test_tensorboard_scalars_read_back(tmp_path):
     while others() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not others(), threading.enumerate()
+
+
+def test_files_csv_append_onto_a_file_with_other_columns_refuses(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("epoch,accuracy,loss\n0,0.5,1.0\n")
+    with pytest.raises(ValueError) as info:
+        _fit(_model(), callbacks.CSVLogger(path, append=True), epochs=2)
+    message = str(info.value)
+    assert repr(str(path)) in message and "'accuracy'" in message and "'mae'" in message
+    assert path.read_text() == "epoch,accuracy,loss\n0,0.5,1.0\n"  # nothing malformed written
+    # a file with this run's columns (here with another separator) is appended to
+    path.write_text("epoch;loss;mae;val_loss;val_mae\n")
+    _fit(_model(), callbacks.CSVLogger(path, separator=";", append=True), epochs=1)
+    assert path.read_text().count("\n") == 2
