@@ -41,4 +41,11 @@ from kerasrs.metrics import Metric  # noqa: F401,E402
 from kerasrs.optimizers import Optimizer  # noqa: F401,E402
 from kerasrs.regularizers import Regularizer  # noqa: F401,E402
 
+from kerasrs import applications  # noqa: F401,E402
+
 backend._clear_session_hooks.append(layers.naming.reset_uids)
+
+
+def version():
+    """kerasrs's version string (Keras's ``keras.version()``)."""
+    return __version__

@@ -24,6 +24,7 @@ LEVELS = {
     "models": 6,
     "saving": 7,
     "utils": 8, "api_objects": 8, "mixed_precision": 8,
+    "applications": 8.5, "wrappers": 8.5, "visualization": 8.5,
     "__init__": 9,
 }
 
