@@ -164,3 +164,4 @@ def _install_symbolic_dispatch():
 _WRAPPER_CODES = frozenset(_install_symbolic_dispatch())  # how op_layer spots nested op calls
 
 from kerasrs.ops import numpy  # noqa: E402,F401  (keras.ops.numpy: same functions)
+from kerasrs.ops.custom_gradient import custom_gradient  # noqa: E402,F401
