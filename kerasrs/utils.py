@@ -81,6 +81,7 @@ from kerasrs.saving.object_registry import (  # noqa: E402,F401
     CustomObjectScope, deserialize_keras_object, get_custom_objects, get_registered_name,
     get_registered_object, register_keras_serializable, serialize_keras_object)
 from kerasrs.datasets.files import get_file  # noqa: E402,F401
+from kerasrs.layers.preprocessing import bounding_box_utils as bounding_boxes  # noqa: E402,F401
 
 custom_object_scope = CustomObjectScope
 
