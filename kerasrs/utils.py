@@ -75,6 +75,7 @@ from kerasrs.models.plotting import model_to_dot, plot_model  # noqa: E402,F401
 from kerasrs.preprocessing.sequence import pad_sequences  # noqa: E402,F401
 from kerasrs.preprocessing.datasets import (  # noqa: E402,F401
     image_dataset_from_directory, text_dataset_from_directory, timeseries_dataset_from_array)
+from kerasrs.preprocessing.audio_dataset import audio_dataset_from_directory  # noqa: E402,F401
 from kerasrs.preprocessing.image import (  # noqa: E402,F401
     array_to_img, img_to_array, load_img, save_img)
 from kerasrs.saving.object_registry import (  # noqa: E402,F401
@@ -82,6 +83,7 @@ from kerasrs.saving.object_registry import (  # noqa: E402,F401
     get_registered_object, register_keras_serializable, serialize_keras_object)
 from kerasrs.datasets.files import get_file  # noqa: E402,F401
 from kerasrs.layers.preprocessing import bounding_box_utils as bounding_boxes  # noqa: E402,F401
+from kerasrs.layers.preprocessing.feature_space import FeatureSpace  # noqa: E402,F401
 
 custom_object_scope = CustomObjectScope
 
