@@ -116,6 +116,11 @@ def get(identifier):
     return DTypePolicy(name)
 
 
+def deserialize(config, custom_objects=None):
+    """The policy a `serialize` dict (or a Keras ``DTypePolicy`` config) describes."""
+    return get(config)
+
+
 def serialize(policy):
     """Keras 3's saved form of a policy."""
     return {"module": "keras", "class_name": "DTypePolicy", "config": policy.get_config(),
@@ -148,5 +153,5 @@ def _explicit_global():
 
 set_global_policy, global_policy = set_dtype_policy, dtype_policy  # keras.mixed_precision names
 
-__all__ = ["DTypePolicy", "Policy", "get", "serialize", "set_dtype_policy", "dtype_policy",
+__all__ = ["DTypePolicy", "Policy", "get", "serialize", "deserialize", "set_dtype_policy", "dtype_policy",
            "set_global_policy", "global_policy"]

@@ -165,3 +165,4 @@ _WRAPPER_CODES = frozenset(_install_symbolic_dispatch())  # how op_layer spots n
 
 from kerasrs.ops import numpy  # noqa: E402,F401  (keras.ops.numpy: same functions)
 from kerasrs.ops.custom_gradient import custom_gradient  # noqa: E402,F401
+from kerasrs.ops import image  # noqa: E402,F401  (keras.ops.image)
