@@ -16,6 +16,10 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"),
 _PRELUDE = textwrap.dedent("""
     import ctypes, os, sys, threading, warnings
     import numpy as np
+    try:  # when SciPy is installed (scikit-learn brings it), numba's first compile loads its
+        import scipy.linalg.cython_blas  # noqa: F401  BLAS, whose OpenBLAS starts a thread pool:
+    except ImportError:  # not kerasrs's doing, so it is there before the first state()
+        pass
 
     def n_tasks():
         return len(os.listdir("/proc/self/task"))
