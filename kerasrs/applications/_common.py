@@ -4,6 +4,7 @@ publishes, or a local file)."""
 
 import collections
 import os
+import textwrap
 
 from kerasrs import backend, layers, utils
 from kerasrs.applications import imagenet_utils
@@ -13,6 +14,12 @@ from kerasrs.models import Model
 WeightsFile = collections.namedtuple("WeightsFile", "name url hash")
 
 KERAS_APPLICATIONS = "https://storage.googleapis.com/tensorflow/keras-applications/"
+
+
+def weight_files(base, top, notop, top_hash=None, notop_hash=None):
+    """The published pair (with the top, without) of files named ``top``/``notop`` under URL
+    ``base``."""
+    return WeightsFile(top, base + top, top_hash), WeightsFile(notop, base + notop, notop_hash)
 
 
 def check_weights(weights, include_top, classes, who):
@@ -95,3 +102,48 @@ def make_divisible(value, divisor=8, min_value=None):
     min_value = min_value or divisor
     rounded = max(min_value, int(value + divisor / 2) // divisor * divisor)
     return rounded + divisor if rounded < 0.9 * value else rounded
+
+
+_DOC = """{summary}
+
+    Args:
+{top}
+{extra}        weights: None (random initialization), "imagenet" (Keras's published weights,
+            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
+        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
+        input_shape: optional ``(height, width, 3)``, sides >= {min_size}; with the top it
+            defaults to {default}x{default}.
+        pooling: without the top: None (4-D feature maps), "avg" or "max" (global pooling to
+            ``(batch, channels)``).
+        classes: int, number of classes with the top and without ImageNet weights.
+        classifier_activation: "softmax", None (logits) or, without pretrained weights, any
+            activation.
+        name: the model's name.
+
+    Returns:
+{inputs}
+
+    Raises:
+        ValueError: for invalid ``weights``, ``classes``, ``input_shape`` or activation.
+        FileNotFoundError: for "imagenet" offline without a cached copy (the message says which
+            file to put where).
+"""
+
+
+def doc(summary, top, default, min_size, inputs, extra=""):
+    """The docstring shared by the applications with the standard arguments."""
+    top = textwrap.fill(f"include_top: bool, whether to end with {top}.", 96,
+                        initial_indent=" " * 8, subsequent_indent=" " * 12)
+    inputs = textwrap.fill(f"A functional `kerasrs.Model` taking {inputs}.", 96,
+                           initial_indent=" " * 8, subsequent_indent=" " * 8)
+    summary = textwrap.fill(summary, 96, subsequent_indent=" " * 4)
+    return _DOC.format(summary=summary, top=top, default=default, min_size=min_size,
+                       inputs=inputs, extra=extra)
+
+
+def preprocessed_with(module):
+    return (f"images preprocessed with ``kerasrs.applications.{module}.preprocess_input`` "
+            "(pixels in ``[0, 255]`` before)")
+
+
+POOL_AND_DENSE = "global average pooling and the ``predictions`` Dense layer"

@@ -172,37 +172,13 @@ def ConvNeXt(depths, projection_dims, drop_path_rate=0.0, layer_scale_init_value
     files = (None, None)
     if variant is not None:
         stem = f"convnext_{weights_name}"
-        files = tuple(_common.WeightsFile(f"{stem}{suffix}.h5", f"{_BASE}{stem}{suffix}.h5",
-                                          sha)
-                      for suffix, sha in zip(("", "_notop"), variant[2:]))
+        files = _common.weight_files(_BASE, f"{stem}.h5", f"{stem}_notop.h5", *variant[2:])
     return _common.finish(img_input, input_tensor, x, name, weights, *files, include_top)
 
 
-_DOC = """ConvNeXt-{title} (Liu et al. 2022), optionally with ImageNet weights.
-
-    Args:
-        include_top: bool, whether to end with the head (``<name>_head_gap``, LayerNorm and
-            the ``<name>_head_dense`` classifier; input 224x224 by default).
-        include_preprocessing: bool, whether the model normalizes ``[0, 255]`` pixels itself
-            (a ``Normalization`` layer with the ImageNet mean and variance).
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, 3)``, sides >= 32.
-        pooling: without the top: None (4-D feature maps), "avg" or "max"; a LayerNorm
-            follows in every case.
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: "softmax", None (logits) or, without pretrained weights, any
-            activation.
-        name: the model's name (also the prefix of its layer names).
-
-    Returns:
-        A functional `kerasrs.Model`.
-
-    Raises:
-        ValueError: for invalid arguments or the "channels_first" data format.
-        FileNotFoundError: for "imagenet" offline without a cached copy.
-"""
+_PREPROCESSING = (" " * 8 + "include_preprocessing: bool, whether the model normalizes "
+                  "``[0, 255]`` pixels\n" + " " * 12 + "itself (a ``Normalization`` layer with "
+                  "the ImageNet mean and variance).\n")
 
 
 def _application(variant):
@@ -217,7 +193,13 @@ def _application(variant):
 
     title = "XLarge" if variant == "xlarge" else variant.title()
     build.__name__ = build.__qualname__ = f"ConvNeXt{title}"
-    build.__doc__ = _DOC.format(title=title)
+    build.__doc__ = _common.doc(
+        f"ConvNeXt-{title} (Liu et al. 2022), optionally with ImageNet weights (channels last "
+        "only; layer names start with ``name``).",
+        "the head (``<name>_head_gap``, LayerNorm, the ``<name>_head_dense`` classifier); without "
+        "it a LayerNorm follows the pooling", 224, 32,
+        "pixels in ``[0, 255]`` (with ``include_preprocessing``, which normalizes them)",
+        _PREPROCESSING)
     return build
 
 

@@ -23,8 +23,7 @@ _CONFIGS = {
 def _files(variant):
     _, top, notop = _CONFIGS[variant]
     stem = f"{variant}_weights_tf_dim_ordering_tf_kernels"
-    return (_common.WeightsFile(f"{stem}.h5", f"{_BASE}{stem}.h5", top),
-            _common.WeightsFile(f"{stem}_notop.h5", f"{_BASE}{stem}_notop.h5", notop))
+    return _common.weight_files(_BASE, f"{stem}.h5", f"{stem}_notop.h5", top, notop)
 
 
 def _bn_relu(x, name):
@@ -73,31 +72,6 @@ def DenseNet(blocks, include_top=True, weights="imagenet", input_tensor=None, in
     return _common.finish(img_input, input_tensor, x, name, weights, *files, include_top)
 
 
-_DOC = """DenseNet-{depth} (Huang et al. 2017), optionally with ImageNet weights.
-
-    Args:
-        include_top: bool, whether to end with global average pooling and the ``predictions``
-            Dense layer (the input is then 224x224 by default).
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, 3)``, sides >= 32.
-        pooling: without the top: None (4-D feature maps), "avg" or "max".
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: "softmax", None (logits) or, without pretrained weights, any
-            activation.
-        name: the model's name.
-
-    Returns:
-        A functional `kerasrs.Model`; inputs preprocessed with
-        ``kerasrs.applications.densenet.preprocess_input``.
-
-    Raises:
-        ValueError: for invalid arguments, or the "channels_first" image data format.
-        FileNotFoundError: for "imagenet" offline without a cached copy.
-"""
-
-
 def _application(variant):
     def build(include_top=True, weights="imagenet", input_tensor=None, input_shape=None,
               pooling=None, classes=1000, classifier_activation="softmax", name=variant):
@@ -105,7 +79,10 @@ def _application(variant):
                         pooling, classes, classifier_activation, name)
 
     build.__name__ = build.__qualname__ = "DenseNet" + variant[8:]
-    build.__doc__ = _DOC.format(depth=variant[8:])
+    build.__doc__ = _common.doc(f"DenseNet-{variant[8:]} (Huang et al. 2017), optionally with "
+                                "ImageNet weights (channels last only).",
+                                _common.POOL_AND_DENSE, 224, 32,
+                                _common.preprocessed_with("densenet"))
     return build
 
 

@@ -47,6 +47,20 @@ def dense_initializer():
     return initializers.VarianceScaling(scale=1.0 / 3.0, mode="fan_out", distribution="uniform")
 
 
+def head(x, include_top, pooling, dropout_rate, classes, classifier_activation, weights,
+         bias_initializer="zeros"):
+    """The classifier (pooling, dropout, ``predictions``) or the pooled features."""
+    if not include_top:
+        return _common.pool(x, pooling)
+    x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    if dropout_rate > 0:
+        x = layers.Dropout(dropout_rate, name="top_dropout")(x)
+    imagenet_utils.validate_activation(classifier_activation, weights)
+    return layers.Dense(classes, activation=classifier_activation,
+                        kernel_initializer=dense_initializer(),
+                        bias_initializer=bias_initializer, name="predictions")(x)
+
+
 def squeeze_excite(x, filters, filters_se, activation, name, axis):
     """Channel attention: pooled channels -> 1x1 conv (``activation``) -> 1x1 conv (sigmoid),
     multiplied into ``x``."""
@@ -140,47 +154,13 @@ def EfficientNet(width_coefficient, depth_coefficient, default_size, dropout_rat
     x = layers.Conv2D(_round_filters(1280, width_coefficient), 1, padding="same",
                       use_bias=False, kernel_initializer=conv_initializer(), name="top_conv")(x)
     x = _bn_act(x, "top_bn", activation, axis, "top_activation")
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        if dropout_rate > 0:
-            x = layers.Dropout(dropout_rate, name="top_dropout")(x)
-        imagenet_utils.validate_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation,
-                         kernel_initializer=dense_initializer(), name="predictions")(x)
-    else:
-        x = _common.pool(x, pooling)
+    x = head(x, include_top, pooling, dropout_rate, classes, classifier_activation, weights)
     files = (None, None)
     if weights_name in _VARIANTS:
         stem = f"efficientnet{weights_name}"
-        files = tuple(_common.WeightsFile(f"{stem}{suffix}.h5", f"{_BASE}{stem}{suffix}.h5",
-                                          md5)
-                      for suffix, md5 in zip(("", "_notop"), _VARIANTS[weights_name][4:]))
+        files = _common.weight_files(_BASE, f"{stem}.h5", f"{stem}_notop.h5",
+                                     *_VARIANTS[weights_name][4:])
     return _common.finish(img_input, input_tensor, x, name, weights, *files, include_top)
-
-
-_DOC = """EfficientNet-{upper} (Tan & Le 2019), optionally with ImageNet weights.
-
-    Args:
-        include_top: bool, whether to end with global average pooling (``avg_pool``),
-            dropout and the ``predictions`` Dense layer (input {size}x{size} by default).
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, 3)``, sides >= 32.
-        pooling: without the top: None (4-D feature maps), "avg" or "max".
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: "softmax", None (logits) or, without pretrained weights, any
-            activation.
-        name: the model's name.
-
-    Returns:
-        A functional `kerasrs.Model` taking pixels in ``[0, 255]`` (it rescales and
-        normalizes them itself).
-
-    Raises:
-        ValueError: for invalid ``weights``, ``classes``, ``input_shape`` or activation.
-        FileNotFoundError: for "imagenet" offline without a cached copy.
-"""
 
 
 def _application(variant):
@@ -195,7 +175,10 @@ def _application(variant):
                             classifier_activation=classifier_activation, weights_name=variant)
 
     build.__name__ = build.__qualname__ = f"EfficientNet{variant.upper()}"
-    build.__doc__ = _DOC.format(upper=variant.upper(), size=size)
+    build.__doc__ = _common.doc(
+        f"EfficientNet-{variant.upper()} (Tan & Le 2019), optionally with ImageNet weights.",
+        "global average pooling (``avg_pool``), dropout and the ``predictions`` Dense layer",
+        size, 32, "pixels in ``[0, 255]`` (it rescales and normalizes them itself)")
     return build
 
 

@@ -8,8 +8,7 @@ import math
 
 from kerasrs import initializers, layers
 from kerasrs.applications import _common, imagenet_utils
-from kerasrs.applications.efficientnet import (conv_initializer, dense_initializer, residual,
-                                                squeeze_excite)
+from kerasrs.applications.efficientnet import conv_initializer, head, residual, squeeze_excite
 
 _BASE = _common.KERAS_APPLICATIONS + "efficientnet_v2/"
 # Stages: (kernel, repeats, filters in, filters out, expansion, se ratio, stride, fused)
@@ -135,48 +134,18 @@ def EfficientNetV2(width_coefficient, depth_coefficient, default_size, dropout_r
             b += 1
     x = _conv(rounded(1280), 1, 1, "top_conv")(x)
     x = layers.Activation(activation, name="top_activation")(_bn(x, "top_bn", bn_momentum, axis))
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        if dropout_rate > 0:
-            x = layers.Dropout(dropout_rate, name="top_dropout")(x)
-        imagenet_utils.validate_activation(classifier_activation, weights)
-        x = layers.Dense(classes, activation=classifier_activation,
-                         kernel_initializer=dense_initializer(),
-                         bias_initializer=initializers.Constant(0.0), name="predictions")(x)
-    else:
-        x = _common.pool(x, pooling)
+    x = head(x, include_top, pooling, dropout_rate, classes, classifier_activation, weights,
+             initializers.Constant(0.0))
     files = (None, None)
     if weights_name in _VARIANTS:
         stem = f"efficientnetv2-{weights_name}"
-        files = tuple(_common.WeightsFile(f"{stem}{suffix}.h5", f"{_BASE}{stem}{suffix}.h5",
-                                          md5)
-                      for suffix, md5 in zip(("", "_notop"), _VARIANTS[weights_name][4:]))
+        files = _common.weight_files(_BASE, f"{stem}.h5", f"{stem}_notop.h5",
+                                     *_VARIANTS[weights_name][4:])
     return _common.finish(img_input, input_tensor, x, name, weights, *files, include_top)
 
 
-_DOC = """EfficientNetV2-{upper} (Tan & Le 2021), optionally with ImageNet weights.
-
-    Args:
-        include_top: bool, whether to end with global average pooling (``avg_pool``),
-            dropout and the ``predictions`` Dense layer (input {size}x{size} by default).
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, channels)``, sides >= 32.
-        pooling: without the top: None (4-D feature maps), "avg" or "max".
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: "softmax", None (logits) or, without pretrained weights, any
-            activation.
-        include_preprocessing: bool, whether the model rescales ``[0, 255]`` pixels itself.
-        name: the model's name.
-
-    Returns:
-        A functional `kerasrs.Model`.
-
-    Raises:
-        ValueError: for invalid ``weights``, ``classes``, ``input_shape`` or activation.
-        FileNotFoundError: for "imagenet" offline without a cached copy.
-"""
+_PREPROCESSING = " " * 8 + ("include_preprocessing: bool, whether the model rescales ``[0, 255]`` "
+                             "pixels itself.\n")
 
 
 def _application(variant):
@@ -192,7 +161,11 @@ def _application(variant):
                               include_preprocessing=include_preprocessing, weights_name=variant)
 
     build.__name__ = build.__qualname__ = f"EfficientNetV2{variant.upper()}"
-    build.__doc__ = _DOC.format(upper=variant.upper(), size=size)
+    build.__doc__ = _common.doc(
+        f"EfficientNetV2-{variant.upper()} (Tan & Le 2021), optionally with ImageNet weights.",
+        "global average pooling (``avg_pool``), dropout and the ``predictions`` Dense layer",
+        size, 32, "pixels in ``[0, 255]`` (with ``include_preprocessing``, which rescales them)",
+        _PREPROCESSING)
     return build
 
 

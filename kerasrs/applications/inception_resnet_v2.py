@@ -9,10 +9,9 @@ from kerasrs.applications import _common, imagenet_utils
 
 _BASE = "https://storage.googleapis.com/tensorflow/keras-applications/inception_resnet_v2/"
 _STEM = "inception_resnet_v2_weights_tf_dim_ordering_tf_kernels"
-_TOP = _common.WeightsFile(f"{_STEM}.h5", f"{_BASE}{_STEM}.h5",
-                           "e693bd0210a403b3192acc6073ad2e96")
-_NOTOP = _common.WeightsFile(f"{_STEM}_notop.h5", f"{_BASE}{_STEM}_notop.h5",
-                             "d19885ff4a710c122648d3b5c3b684e4")
+_TOP, _NOTOP = _common.weight_files(_BASE, f"{_STEM}.h5", f"{_STEM}_notop.h5",
+                                    "e693bd0210a403b3192acc6073ad2e96",
+                                    "d19885ff4a710c122648d3b5c3b684e4")
 
 
 @saving.register_keras_serializable(package="kerasrs.applications")
@@ -104,30 +103,6 @@ def _mixed(x, chains, name, axis, pool):
 def InceptionResNetV2(include_top=True, weights="imagenet", input_tensor=None,
                       input_shape=None, pooling=None, classes=1000,
                       classifier_activation="softmax", name="inception_resnet_v2"):
-    """Inception-ResNet v2 (Szegedy et al. 2017), 55.9 M parameters, optionally with ImageNet
-    weights.
-
-    Args:
-        include_top: bool, whether to end with global average pooling (``avg_pool``) and the
-            ``predictions`` Dense layer (input 299x299 by default).
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, 3)``, sides >= 75.
-        pooling: without the top: None (4-D feature maps), "avg" or "max".
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: "softmax", None (logits) or, without pretrained weights, any
-            activation.
-        name: the model's name.
-
-    Returns:
-        A functional `kerasrs.Model`; inputs preprocessed with
-        ``kerasrs.applications.inception_resnet_v2.preprocess_input``.
-
-    Raises:
-        ValueError: for invalid ``weights``, ``classes``, ``input_shape`` or activation.
-        FileNotFoundError: for "imagenet" offline without a cached copy.
-    """
     _common.check_weights(weights, include_top, classes, name)
     img_input = _common.image_input(input_tensor, input_shape, 299, 75, include_top, weights)
     axis = 3 if _common.channels_last() else 1
@@ -155,6 +130,13 @@ def InceptionResNetV2(include_top=True, weights="imagenet", input_tensor=None,
     else:
         x = _common.pool(x, pooling, names=(None, None))
     return _common.finish(img_input, input_tensor, x, name, weights, _TOP, _NOTOP, include_top)
+
+
+InceptionResNetV2.__doc__ = _common.doc(
+    "Inception-ResNet v2 (Szegedy et al. 2017), 55.9 M parameters, optionally with "
+    "ImageNet weights.",
+    "global average pooling (``avg_pool``) and the ``predictions`` Dense layer", 299,
+    75, _common.preprocessed_with("inception_resnet_v2"))
 
 
 def preprocess_input(x, data_format=None):

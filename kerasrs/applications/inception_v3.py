@@ -9,10 +9,9 @@ from kerasrs.applications import _common, imagenet_utils
 
 _BASE = _common.KERAS_APPLICATIONS + "inception_v3/"
 _STEM = "inception_v3_weights_tf_dim_ordering_tf_kernels"
-_TOP = _common.WeightsFile(f"{_STEM}.h5", f"{_BASE}{_STEM}.h5",
-                           "9a0d58056eeedaa3f26cb7ebd46da564")
-_NOTOP = _common.WeightsFile(f"{_STEM}_notop.h5", f"{_BASE}{_STEM}_notop.h5",
-                             "bcbd6486424b2319ff4ef7d526e38f63")
+_TOP, _NOTOP = _common.weight_files(_BASE, f"{_STEM}.h5", f"{_STEM}_notop.h5",
+                                    "9a0d58056eeedaa3f26cb7ebd46da564",
+                                    "bcbd6486424b2319ff4ef7d526e38f63")
 
 
 def conv2d_bn(x, filters, rows, cols, padding="same", strides=(1, 1), name=None):
@@ -79,29 +78,6 @@ def _reduction(x, branches, name, axis):
 def InceptionV3(include_top=True, weights="imagenet", input_tensor=None, input_shape=None,
                 pooling=None, classes=1000, classifier_activation="softmax",
                 name="inception_v3"):
-    """Inception v3 (Szegedy et al. 2016), 23.9 M parameters, optionally with ImageNet weights.
-
-    Args:
-        include_top: bool, whether to end with global average pooling (``avg_pool``) and the
-            ``predictions`` Dense layer (input 299x299 by default).
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, 3)``, sides >= 75.
-        pooling: without the top: None (4-D feature maps), "avg" or "max".
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: "softmax", None (logits) or, without pretrained weights, any
-            activation.
-        name: the model's name.
-
-    Returns:
-        A functional `kerasrs.Model`; inputs preprocessed with
-        ``kerasrs.applications.inception_v3.preprocess_input``.
-
-    Raises:
-        ValueError: for invalid ``weights``, ``classes``, ``input_shape`` or activation.
-        FileNotFoundError: for "imagenet" offline without a cached copy.
-    """
     _common.check_weights(weights, include_top, classes, name)
     img_input = _common.image_input(input_tensor, input_shape, 299, 75, include_top, weights)
     axis = 3 if _common.channels_last() else 1
@@ -126,6 +102,13 @@ def InceptionV3(include_top=True, weights="imagenet", input_tensor=None, input_s
     else:
         x = _common.pool(x, pooling, names=(None, None))
     return _common.finish(img_input, input_tensor, x, name, weights, _TOP, _NOTOP, include_top)
+
+
+InceptionV3.__doc__ = _common.doc(
+    "Inception v3 (Szegedy et al. 2016), 23.9 M parameters, optionally with ImageNet "
+    "weights.",
+    "global average pooling (``avg_pool``) and the ``predictions`` Dense layer", 299,
+    75, _common.preprocessed_with("inception_v3"))
 
 
 def preprocess_input(x, data_format=None):

@@ -109,8 +109,7 @@ def MobileNet(input_shape=None, alpha=1.0, depth_multiplier=1, dropout=1e-3, inc
     files = (None, None)
     if weights == "imagenet":
         stem = f"mobilenet_{_ALPHA_TEXT[alpha]}_{rows}_tf"
-        files = (_common.WeightsFile(f"{stem}.h5", f"{_BASE}{stem}.h5", None),
-                 _common.WeightsFile(f"{stem}_no_top.h5", f"{_BASE}{stem}_no_top.h5", None))
+        files = _common.weight_files(_BASE, f"{stem}.h5", f"{stem}_no_top.h5")  # no hashes
     return _common.finish(img_input, input_tensor, x, name, weights, *files, include_top)
 
 

@@ -109,8 +109,7 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights="imagenet
     files = (None, None)
     if weights == "imagenet":
         stem = f"mobilenet_v2_weights_tf_dim_ordering_tf_kernels_{float(alpha)}_{rows}"
-        files = (_common.WeightsFile(f"{stem}.h5", f"{_BASE}{stem}.h5", None),
-                 _common.WeightsFile(f"{stem}_no_top.h5", f"{_BASE}{stem}_no_top.h5", None))
+        files = _common.weight_files(_BASE, f"{stem}.h5", f"{stem}_no_top.h5")  # no hashes
     return _common.finish(img_input, input_tensor, x, name, weights, *files, include_top)
 
 

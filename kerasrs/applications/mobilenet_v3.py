@@ -161,9 +161,8 @@ def MobileNetV3(blocks, last_point_ch, input_shape=None, alpha=1.0, model_type="
     files = (None, None)
     if weights == "imagenet":
         key = f"{model_type}{'_minimalistic' if minimalistic else ''}_224_{alpha}_float"
-        top, notop = f"weights_mobilenet_v3_{key}.h5", f"weights_mobilenet_v3_{key}_no_top_v2.h5"
-        files = (_common.WeightsFile(top, _BASE + top, _HASHES[key][0]),
-                 _common.WeightsFile(notop, _BASE + notop, _HASHES[key][1]))
+        files = _common.weight_files(_BASE, f"weights_mobilenet_v3_{key}.h5",
+                                     f"weights_mobilenet_v3_{key}_no_top_v2.h5", *_HASHES[key])
     return _common.finish(img_input, input_tensor, x, name, weights, *files, include_top)
 
 

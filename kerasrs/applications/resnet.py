@@ -29,8 +29,7 @@ _EPSILON = 1.001e-5
 def _files(weights_name):
     top, notop = _HASHES[weights_name]
     stem = f"{weights_name}_weights_tf_dim_ordering_tf_kernels"
-    return (_common.WeightsFile(f"{stem}.h5", f"{_BASE}{stem}.h5", top),
-            _common.WeightsFile(f"{stem}_notop.h5", f"{_BASE}{stem}_notop.h5", notop))
+    return _common.weight_files(_BASE, f"{stem}.h5", f"{stem}_notop.h5", top, notop)
 
 
 def _bn(x, name, axis):
@@ -108,34 +107,6 @@ def ResNet(depths, preact, include_top=True, weights="imagenet", input_tensor=No
     return _common.finish(img_input, input_tensor, x, name, weights, *files, include_top)
 
 
-_DOC = """{title} (He et al. 2016) as Keras 3 builds it, optionally with ImageNet weights.
-
-    Args:
-        include_top: bool, whether to end with global average pooling and the ``predictions``
-            Dense layer of ``classes`` units. Defaults to True.
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, 3)``, sides >= 32; only needed without the
-            top (with the top it defaults to ``(224, 224, 3)``).
-        pooling: without the top: None (4-D feature maps), "avg" or "max" (global pooling to
-            2-D ``(batch, channels)``).
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: activation of the ``predictions`` layer ("softmax"; None
-            returns logits). With pretrained weights only None or "softmax".
-        name: the model's name.
-
-    Returns:
-        A functional `kerasrs.Model`. Inputs: float32 images preprocessed with
-        ``kerasrs.applications.{module}.preprocess_input``.
-
-    Raises:
-        ValueError: for invalid ``weights``, ``classes``, ``input_shape`` or activation.
-        FileNotFoundError: for "imagenet" offline without a cached copy (the message says
-            which file to put where).
-"""
-
-
 def _application(title, weights_name, preact, module):
     def build(include_top=True, weights="imagenet", input_tensor=None, input_shape=None,
               pooling=None, classes=1000, classifier_activation="softmax", name=weights_name):
@@ -144,7 +115,9 @@ def _application(title, weights_name, preact, module):
                       pooling, classes, classifier_activation, name, weights_name)
 
     build.__name__ = build.__qualname__ = title
-    build.__doc__ = _DOC.format(title=title, module=module)
+    build.__doc__ = _common.doc(f"{title} (He et al. 2016) as Keras 3 builds it, optionally with "
+                                "ImageNet weights.", _common.POOL_AND_DENSE, 224, 32,
+                                _common.preprocessed_with(module))
     return build
 
 

@@ -19,8 +19,8 @@ _CONFIGS = {
 def _files(variant):
     _, top, notop = _CONFIGS[variant]
     stem = f"{variant}_weights_tf_dim_ordering_tf_kernels"
-    return (_common.WeightsFile(f"{stem}.h5", f"{_BASE}{variant}/{stem}.h5", top),
-            _common.WeightsFile(f"{stem}_notop.h5", f"{_BASE}{variant}/{stem}_notop.h5", notop))
+    return _common.weight_files(f"{_BASE}{variant}/", f"{stem}.h5", f"{stem}_notop.h5", top,
+                                notop)
 
 
 def VGG(variant, include_top=True, weights="imagenet", input_tensor=None, input_shape=None,
@@ -49,31 +49,15 @@ def VGG(variant, include_top=True, weights="imagenet", input_tensor=None, input_
 
 def VGG16(include_top=True, weights="imagenet", input_tensor=None, input_shape=None,
           pooling=None, classes=1000, classifier_activation="softmax", name="vgg16"):
-    """VGG16 (Simonyan & Zisserman 2015), 138 M parameters, optionally with ImageNet weights.
-
-    Args:
-        include_top: bool, whether to end with ``flatten``, ``fc1``, ``fc2`` (4096 units each)
-            and the ``predictions`` Dense layer; with the top the input must be 224x224.
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, 3)``, sides >= 32, without the top.
-        pooling: without the top: None (4-D feature maps), "avg" or "max".
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: "softmax", None (logits) or another activation without
-            pretrained weights.
-        name: the model's name.
-
-    Returns:
-        A functional `kerasrs.Model`; inputs preprocessed with
-        ``kerasrs.applications.vgg16.preprocess_input``.
-
-    Raises:
-        ValueError: for invalid ``weights``, ``classes``, ``input_shape`` or activation.
-        FileNotFoundError: for "imagenet" offline without a cached copy.
-    """
     return VGG("vgg16", include_top, weights, input_tensor, input_shape, pooling, classes,
                classifier_activation, name)
+
+
+VGG16.__doc__ = _common.doc(
+    "VGG16 (Simonyan & Zisserman 2015), 138 M parameters, optionally with ImageNet "
+    "weights.",
+    "``flatten``, ``fc1``, ``fc2`` (4096 units each) and the ``predictions`` Dense "
+    "layer (the input is then 224x224)", 224, 32, _common.preprocessed_with("vgg16"))
 
 
 def preprocess_input(x, data_format=None):

@@ -8,10 +8,9 @@ from kerasrs.applications import _common, imagenet_utils
 
 _BASE = _common.KERAS_APPLICATIONS + "xception/"
 _STEM = "xception_weights_tf_dim_ordering_tf_kernels"
-_TOP = _common.WeightsFile(f"{_STEM}.h5", f"{_BASE}{_STEM}.h5",
-                           "0a58e3b7378bc2990ea3b43d5981f1f6")
-_NOTOP = _common.WeightsFile(f"{_STEM}_notop.h5", f"{_BASE}{_STEM}_notop.h5",
-                             "b0042744bf5b25fce3cb969f33bebb97")
+_TOP, _NOTOP = _common.weight_files(_BASE, f"{_STEM}.h5", f"{_STEM}_notop.h5",
+                                    "0a58e3b7378bc2990ea3b43d5981f1f6",
+                                    "b0042744bf5b25fce3cb969f33bebb97")
 
 
 def _sepconv_bn(x, filters, name, axis):
@@ -39,29 +38,6 @@ def _down_block(x, filters, block, axis, first_relu=True):
 
 def Xception(include_top=True, weights="imagenet", input_tensor=None, input_shape=None,
              pooling=None, classes=1000, classifier_activation="softmax", name="xception"):
-    """Xception (Chollet 2017), 22.9 M parameters, optionally with ImageNet weights.
-
-    Args:
-        include_top: bool, whether to end with global average pooling (``avg_pool``) and the
-            ``predictions`` Dense layer (input 299x299 by default).
-        weights: None (random initialization), "imagenet" (Keras's published weights,
-            downloaded once into ``~/.kerasrs/models``) or the path of a weights file.
-        input_tensor: optional symbolic tensor (``kerasrs.Input``) to use as the image input.
-        input_shape: optional ``(height, width, 3)``, sides >= 71.
-        pooling: without the top: None (4-D feature maps), "avg" or "max".
-        classes: int, number of classes with the top and without ImageNet weights.
-        classifier_activation: "softmax", None (logits) or, without pretrained weights, any
-            activation.
-        name: the model's name.
-
-    Returns:
-        A functional `kerasrs.Model`; inputs preprocessed with
-        ``kerasrs.applications.xception.preprocess_input``.
-
-    Raises:
-        ValueError: for invalid ``weights``, ``classes``, ``input_shape`` or activation.
-        FileNotFoundError: for "imagenet" offline without a cached copy.
-    """
     _common.check_weights(weights, include_top, classes, name)
     img_input = _common.image_input(input_tensor, input_shape, 299, 71, include_top, weights)
     axis = -1 if _common.channels_last() else 1
@@ -89,6 +65,12 @@ def Xception(include_top=True, weights="imagenet", input_tensor=None, input_shap
     else:
         x = _common.pool(x, pooling, names=(None, None))
     return _common.finish(img_input, input_tensor, x, name, weights, _TOP, _NOTOP, include_top)
+
+
+Xception.__doc__ = _common.doc(
+    "Xception (Chollet 2017), 22.9 M parameters, optionally with ImageNet weights.",
+    "global average pooling (``avg_pool``) and the ``predictions`` Dense layer", 299,
+    71, _common.preprocessed_with("xception"))
 
 
 def preprocess_input(x, data_format=None):
