@@ -85,8 +85,13 @@ def test_the_comparison_sees_one_wrong_statistic(keras_files):
 # -- weights="imagenet": download, hash, cache, offline message ------------------------------
 @pytest.fixture
 def home(tmp_path, monkeypatch):
+    import tqdm
+
     monkeypatch.setenv("KERASRS_HOME", str(tmp_path / "kerasrs"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    # the download's progress bar would start tqdm's monitor thread, which outlives the test
+    # (and later tests count the process's threads)
+    monkeypatch.setattr(tqdm.tqdm, "monitor_interval", 0)
     return tmp_path
 
 
