@@ -10,7 +10,8 @@ compared, input 64x64) it writes into OUT_DIR:
 * ``<App>.h5``: the weights in the layout of Keras's published ImageNet files (a Keras 2
   weights file: ``layer_names`` and per-layer ``weight_names``), written by Keras's own
   legacy writer;
-* ``<App>.weights.h5``: the Keras 3 weights file (``model.save_weights``);
+* ``<App>.weights.h5``: the Keras 3 weights file (``model.save_weights``), except for
+  ResNet50, whose 100 MB would be written and read a second time;
 * ``<App>.npz``: the input images (``x``, already preprocessed) and Keras's predictions
   (``y``).
 
@@ -69,7 +70,8 @@ def main(out, names):
 
         with h5py.File(os.path.join(out, f"{name}.h5"), "w") as f:
             legacy_h5_format.save_weights_to_hdf5_group(f, model)
-        model.save_weights(os.path.join(out, f"{name}.weights.h5"))
+        if name != "ResNet50":
+            model.save_weights(os.path.join(out, f"{name}.weights.h5"))
         np.savez(os.path.join(out, f"{name}.npz"), x=np.asarray(x), y=y)
         print("WROTE", name, y.shape, flush=True)
 

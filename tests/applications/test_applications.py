@@ -110,9 +110,12 @@ def test_application_without_top_matches_keras(app):
 
 
 VARIANTS = FIXTURE["variants"]
+SLOW_VARIANTS = {"ConvNeXtTiny_noprep_10", "EfficientNetV2B0_noprep", "MobileNetV2_alpha1.4",
+                 "ResNet50_notop_avg_32"}  # their families are in the default run already
 
 
-@pytest.mark.parametrize("key", sorted(VARIANTS))
+@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.slow) if k in SLOW_VARIANTS
+                                 else k for k in sorted(VARIANTS)])
 def test_constructor_arguments_match_keras(key):
     variant = VARIANTS[key]
     kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in variant["kwargs"].items()}

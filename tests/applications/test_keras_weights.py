@@ -63,8 +63,9 @@ def test_weights_saved_by_keras_give_keras_predictions(keras_files, app):
     differences = {"weights=<.h5 path>": model.predict(data["x"], verbose=0)}
     model.load_weights(str(keras_files / f"{app}.h5"), by_name=True)
     differences[".h5 by_name"] = model.predict(data["x"], verbose=0)
-    model.load_weights(str(keras_files / f"{app}.weights.h5"))
-    differences[".weights.h5"] = model.predict(data["x"], verbose=0)
+    if (keras_files / f"{app}.weights.h5").exists():
+        model.load_weights(str(keras_files / f"{app}.weights.h5"))
+        differences[".weights.h5"] = model.predict(data["x"], verbose=0)
     differences = {k: float(np.abs(v - data["y"]).max()) for k, v in differences.items()}
     print(f"\n{app}: max |kerasrs - Keras| of the logits {differences} "
           f"(logits up to {np.abs(data['y']).max():.3g})")
@@ -212,7 +213,7 @@ def test_decode_predictions_offline_says_where_the_class_index_goes(home, monkey
 
 # -- transfer learning ------------------------------------------------------------------------
 def test_headless_backbone_fine_tunes_on_a_few_images():
-    """include_top=False + pooling="avg" under a new classifier: twelve full-batch steps on 24
+    """include_top=False + pooling="avg" under a new classifier: eight full-batch steps on 24
     images of three colours fit them (training loss and accuracy; from random weights the
     BatchNormalization moving statistics, momentum 0.999, would need far more steps before
     inference mode agrees, which is why real fine-tuning starts from ImageNet weights), and the
@@ -232,7 +233,7 @@ def test_headless_backbone_fine_tunes_on_a_few_images():
     before = backbone.get_layer("Conv1").kernel.numpy().copy()
     model.compile(optimizer=kerasrs.optimizers.Adam(1e-3),
                   loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    history = model.fit(images, labels, epochs=12, batch_size=24, verbose=0).history
+    history = model.fit(images, labels, epochs=8, batch_size=24, verbose=0).history
     assert history["loss"][-1] < 0.1 * history["loss"][0], history
     assert history["accuracy"][-1] >= 0.9, history
     assert not np.allclose(backbone.get_layer("Conv1").kernel.numpy(), before)
