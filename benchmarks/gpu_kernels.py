@@ -46,7 +46,7 @@ def cases(cp, be):
         ("max_pool_grad", (y_pool, argmax, x_pool.shape)),
         ("layer_norm", (x_ln, f(1024), f(1024), 1e-3)),
         ("layer_norm_grad", (f(8192, 1024), x_ln, f(1024), mean, rstd)),
-        ("adam_update", (params, grads, ms, vs, 1e-3, 0.9, 0.999, 1e-7, 10.0, 0.004)),
+        ("adam_update", (params, grads, ms, vs, 3e-4, 0.9, 0.999, 1e-7)),  # alpha ~ step 10
         ("sgd_update", (params, grads, ms, 1e-3, 0.9, True)),
         ("lstm_gates", (f(512, 4 * 512), f(512, 512))),
         ("lstm_gates_grad", (cp.abs(f(512, 4 * 512)) * 0.1, f(512, 512), f(512, 512),

@@ -1,7 +1,6 @@
 """kerasrs: a Keras-style deep-learning library on NumPy/CuPy with its own reverse-mode autodiff."""
 
-__version__ = "0.1.0"
-
+from kerasrs.version import __version__  # noqa: F401
 from kerasrs import backend  # noqa: F401
 from kerasrs import ops  # noqa: F401
 from kerasrs import testing  # noqa: F401

@@ -5,7 +5,7 @@ are differentiable (see `kerasrs.ops.nn`). ``get("relu")`` returns the function,
 returns `linear`, and ``serialize(fn)`` returns its name (what layer configs store).
 """
 
-from kerasrs import ops
+from kerasrs import ops, registry
 from kerasrs.ops import nn
 
 
@@ -222,3 +222,6 @@ def serialize(activation):
 def deserialize(name):
     """The function for ``serialize``'s name."""
     return get(name)
+
+
+registry.register_functions("keras.activations", _ALL)

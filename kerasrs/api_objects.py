@@ -4,6 +4,8 @@
 import contextlib
 
 from kerasrs import backend, ops
+from kerasrs.layers import lambda_layer
+from kerasrs.models import functional
 
 
 class Operation:
@@ -22,11 +24,11 @@ class Operation:
     def __call__(self, *args, **kwargs):
         handler = ops._dispatch.handler
         if handler is not None and handler.wants(args, kwargs):  # symbolic: a Lambda node
-            from kerasrs.layers import Lambda
-
             if len(args) == 1:
-                return Lambda(lambda x: self.call(x, **kwargs), name=self.name)(args[0])
-            return Lambda(lambda xs: self.call(*xs, **kwargs), name=self.name)(list(args))
+                return lambda_layer.Lambda(lambda x: self.call(x, **kwargs),
+                                           name=self.name)(args[0])
+            return lambda_layer.Lambda(lambda xs: self.call(*xs, **kwargs),
+                                       name=self.name)(list(args))
         return self.call(*args, **kwargs)
 
 
@@ -35,9 +37,7 @@ class Function:
     ``keras.Function``): ``Function(inputs, outputs)(values)`` computes ``outputs``."""
 
     def __init__(self, inputs, outputs, name=None):
-        from kerasrs.models.functional import Functional
-
-        self._model = Functional(inputs, outputs, name=name)
+        self._model = functional.Functional(inputs, outputs, name=name)
         self.name = self._model.name
         self.inputs, self.outputs = self._model.inputs, self._model.outputs
 

@@ -56,7 +56,7 @@ class DTypePolicy:
         else:  # a dtype name; TypeError (from standardize_dtype) for an unknown one
             compute = variable = backend_module.standardize_dtype(name).name
         self._name, self._compute_dtype, self._variable_dtype = name, compute, variable
-        # what a layer call casts float variables to (see kerasrs.autodiff.autocast_scope)
+        # what a layer call casts float variables to (see kerasrs.context.autocast)
         self.autocast_dtype = backend_module.standardize_dtype(compute) if compute != variable \
             else None
 

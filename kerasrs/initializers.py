@@ -17,6 +17,9 @@ import math
 
 import numpy as np
 
+from kerasrs import registry
+from kerasrs.backend import standardize_dtype
+
 _global = [np.random.default_rng()]
 _TRUNCATION_STDDEV = 0.87962566103423978  # stddev of a unit normal truncated to [-2, 2]
 
@@ -57,8 +60,6 @@ class Initializer:
 
 
 def _dtype(dtype):
-    from kerasrs.backend import standardize_dtype
-
     return standardize_dtype(dtype)
 
 
@@ -413,3 +414,6 @@ class STFT(Initializer):
 STFTInitializer = stft = STFT
 _CLASSES["STFT"] = _CLASSES["STFTInitializer"] = STFT
 _ALIASES["stft"] = STFT
+
+
+registry.register_kind(Initializer, serialize)

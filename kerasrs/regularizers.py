@@ -4,7 +4,7 @@ A regularizer is called on a weight Tensor and returns a 0-d Tensor that is diff
 respect to the weight; a layer adds it to the model's loss. The gradient of ``|w|`` at 0 is 0.
 """
 
-from kerasrs import autodiff, ops
+from kerasrs import autodiff, ops, registry
 
 
 def _coefficient(cls, name, value):
@@ -183,3 +183,6 @@ def get(identifier):
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
            "deserialize", "OrthogonalRegularizer", "orthogonal_regularizer"]
+
+
+registry.register_kind(Regularizer, serialize)

@@ -1,14 +1,35 @@
 """User-facing utilities with Keras's names: seeding, label encoding and data (`PyDataset`,
 `split_dataset`)."""
 
+import json
 import random
 
 import numpy as np
 
-from kerasrs import backend
-from kerasrs.models.data_adapter import pack_x_y_sample_weight, unpack_x_y_sample_weight  # noqa: F401
-from kerasrs.models.data_adapter import split_dataset  # noqa: F401
-from kerasrs.models.py_dataset import PyDataset, Sequence  # noqa: F401
+from kerasrs import backend, initializers, ops
+from kerasrs import random as keras_random
+from kerasrs.backend import is_keras_tensor, standardize_dtype  # noqa: F401
+from kerasrs.backend.settings import (  # noqa: F401
+    disable_interactive_logging, enable_interactive_logging, is_interactive_logging_enabled)
+from kerasrs.callbacks.progbar import Progbar  # noqa: F401
+from kerasrs.datasets.files import get_file  # noqa: F401
+from kerasrs.datasets.py_dataset import PyDataset, Sequence  # noqa: F401
+from kerasrs.layers.preprocessing import bounding_box_utils as bounding_boxes  # noqa: F401
+from kerasrs.layers.preprocessing.feature_space import FeatureSpace  # noqa: F401
+from kerasrs.models.plotting import model_to_dot, plot_model  # noqa: F401
+from kerasrs.preprocessing.audio_dataset import audio_dataset_from_directory  # noqa: F401
+from kerasrs.preprocessing.datasets import (  # noqa: F401
+    image_dataset_from_directory, text_dataset_from_directory, timeseries_dataset_from_array)
+from kerasrs.preprocessing.image import array_to_img, img_to_array, load_img, save_img  # noqa: F401
+from kerasrs.preprocessing.sequence import pad_sequences  # noqa: F401
+from kerasrs.registry import (  # noqa: F401
+    CustomObjectScope, get_custom_objects, get_registered_name, get_registered_object,
+    register_keras_serializable, serialize_keras_object)
+from kerasrs.saving.serialization_lib import deserialize_keras_object  # noqa: F401
+from kerasrs.trainers.data_adapter import (  # noqa: F401
+    pack_x_y_sample_weight, split_dataset, unpack_x_y_sample_weight)
+
+custom_object_scope = CustomObjectScope
 
 
 def set_random_seed(seed):
@@ -19,25 +40,14 @@ def set_random_seed(seed):
     random.seed(seed)
     np.random.seed(seed)
     backend.set_seed(seed)
-    _seed_initializers(seed)
-    from kerasrs import random as keras_random  # keras.random draws with seed=None restart
-
-    keras_random.reset_global(seed)
+    initializers.set_global_seed(seed)
+    keras_random.reset_global(seed)  # keras.random draws with seed=None restart
 
 
 def clear_session():
     """Reset the default-name counters, so new layers are named ``dense``, ``dense_1``, ...
     again (Keras's ``keras.utils.clear_session``). Existing layers and models keep working."""
     backend.clear_session()  # also resets the layer-name counters (hook set by kerasrs)
-
-
-def _seed_initializers(seed):
-    try:
-        from kerasrs import initializers
-    except ImportError:  # initializers not built yet
-        return
-    if hasattr(initializers, "set_global_seed"):
-        initializers.set_global_seed(seed)
 
 
 def to_categorical(x, num_classes=None):
@@ -66,28 +76,6 @@ def to_categorical(x, num_classes=None):
     return out
 
 
-# -- Keras's other keras.utils names, defined where they belong ---------------------------------
-from kerasrs.backend import is_keras_tensor, standardize_dtype  # noqa: E402,F401
-from kerasrs.backend.settings import (  # noqa: E402,F401
-    disable_interactive_logging, enable_interactive_logging, is_interactive_logging_enabled)
-from kerasrs.callbacks.progbar import Progbar  # noqa: E402,F401
-from kerasrs.models.plotting import model_to_dot, plot_model  # noqa: E402,F401
-from kerasrs.preprocessing.sequence import pad_sequences  # noqa: E402,F401
-from kerasrs.preprocessing.datasets import (  # noqa: E402,F401
-    image_dataset_from_directory, text_dataset_from_directory, timeseries_dataset_from_array)
-from kerasrs.preprocessing.audio_dataset import audio_dataset_from_directory  # noqa: E402,F401
-from kerasrs.preprocessing.image import (  # noqa: E402,F401
-    array_to_img, img_to_array, load_img, save_img)
-from kerasrs.saving.object_registry import (  # noqa: E402,F401
-    CustomObjectScope, deserialize_keras_object, get_custom_objects, get_registered_name,
-    get_registered_object, register_keras_serializable, serialize_keras_object)
-from kerasrs.datasets.files import get_file  # noqa: E402,F401
-from kerasrs.layers.preprocessing import bounding_box_utils as bounding_boxes  # noqa: E402,F401
-from kerasrs.layers.preprocessing.feature_space import FeatureSpace  # noqa: E402,F401
-
-custom_object_scope = CustomObjectScope
-
-
 def normalize(x, axis=-1, order=2):
     """``x`` divided by its ``order``-norm along ``axis`` (zero vectors stay zero); a NumPy
     array for NumPy input, else a Tensor."""
@@ -96,8 +84,6 @@ def normalize(x, axis=-1, order=2):
         norm = np.atleast_1d(np.linalg.norm(x, order, axis))
         norm[norm == 0] = 1
         return x / np.expand_dims(norm, axis)
-    from kerasrs import ops
-
     return ops.normalize(x, axis=axis, order=order)
 
 
@@ -190,8 +176,6 @@ class Config:
         return dict(self._config)
 
     def to_json(self):
-        import json
-
         return json.dumps(self._config)
 
     def __repr__(self):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kerasrs
-from kerasrs import autodiff, ops
+from kerasrs import autodiff, context, ops
 from kerasrs.autodiff import Function, GradientTape, Tensor, Variable
 from kerasrs.backend.base import Backend
 
@@ -180,9 +180,9 @@ def test_stop_recording_and_no_grad():
 
 def test_nothing_is_recorded_outside_a_tape():
     x = _t([1.0])
-    assert autodiff._local.tapes == []
+    assert context.tapes.get() == ()
     y = x * 2.0
-    assert not hasattr(y, "creator") and autodiff._local.tapes == []
+    assert not hasattr(y, "creator") and context.tapes.get() == ()
 
 
 class _Counting(Function):

@@ -14,7 +14,7 @@ import pytest
 
 import kerasrs
 from kerasrs import backend, ops
-from kerasrs.backend import cuda_sources as kernel_sources
+from kerasrs.backend.kernels import elementwise
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
@@ -51,7 +51,7 @@ def test_import_kerasrs_does_not_import_cupy():
 
 
 def test_no_module_outside_the_cupy_backend_imports_cupy():
-    allowed = {"cupy_backend.py", "cuda_kernels.py"}
+    allowed = {"cupy_backend.py"}
     for path in (ROOT / "kerasrs").rglob("*.py"):
         if path.name in allowed:
             continue
@@ -191,8 +191,8 @@ def test_numpy_reference_kernels():
 
 # -- CUDA kernel sources: checkable without a GPU ----------------------------------------------
 def test_kernel_sources_are_well_formed():
-    assert kernel_sources.ELEMENTWISE
-    for name, spec in kernel_sources.ELEMENTWISE.items():
+    assert elementwise.ELEMENTWISE
+    for name, spec in elementwise.ELEMENTWISE.items():
         assert name.startswith("kerasrs_") and len(spec) == 3, name
         in_params, out_params, body = spec
         params = [p.split() for p in (in_params + ", " + out_params).split(",")]
@@ -204,10 +204,10 @@ def test_kernel_sources_are_well_formed():
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler to syntax-check with")
-@pytest.mark.parametrize("name", sorted(kernel_sources.ELEMENTWISE))
+@pytest.mark.parametrize("name", sorted(elementwise.ELEMENTWISE))
 def test_kernel_sources_compile_as_cpp(tmp_path, name):
     """Each ElementwiseKernel body, wrapped as CuPy wraps it, compiles for float and double."""
-    in_params, out_params, body = kernel_sources.ELEMENTWISE[name]
+    in_params, out_params, body = elementwise.ELEMENTWISE[name]
     args = ", ".join(f"{t} {n}" for t, n in (p.split() for p in in_params.split(",")))
     outs = ", ".join(f"{t}& {n}" for t, n in (p.split() for p in out_params.split(",")))
     src = (f"#include <cmath>\nusing namespace std;\n"

@@ -245,7 +245,7 @@ def test_tapes_are_per_thread():
 
     def other():
         inside.wait()
-        seen.append(list(kerasrs.autodiff._local.tapes))
+        seen.append(list(kerasrs.context.tapes.get()))
         _ = v * 3.0  # not recorded on the main thread's tape
         release.set()
 

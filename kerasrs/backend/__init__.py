@@ -11,10 +11,13 @@ import os
 
 import numpy as np
 
-from kerasrs.backend import base
+from kerasrs.backend import base, memory
 from kerasrs.backend.base import Backend, numpy_dtype
+from kerasrs.backend.cupy_backend import CupyBackend
+from kerasrs.backend.numpy_backend import NumpyBackend
 
 NAMES = ("numpy", "cupy")
+_CLASSES = {"numpy": NumpyBackend, "cupy": CupyBackend}  # (CupyBackend imports CuPy when made)
 _instances = {}
 _default = [os.environ.get("KERASRS_BACKEND", "numpy").strip().lower() or "numpy"]
 if _default[0] not in NAMES:
@@ -34,13 +37,9 @@ def get(name=None):
     name = _default[-1] if name is None else name
     be = _instances.get(name)
     if be is None:
-        if name == "numpy":
-            from kerasrs.backend.numpy_backend import NumpyBackend as cls
-        elif name == "cupy":
-            from kerasrs.backend.cupy_backend import CupyBackend as cls
-        else:
+        if name not in _CLASSES:
             raise ValueError(f"Unknown backend: expected one of {NAMES}. Received: {name!r}")
-        be = _instances[name] = cls()
+        be = _instances[name] = _CLASSES[name]()
         be.seed(_seed[0])
     return be
 
@@ -183,8 +182,6 @@ def clear_session(free_memory=True):
     """Reset the default-name counters (see ``kerasrs.utils.clear_session``)."""
     _uids.clear()
     if free_memory:
-        from kerasrs.backend import memory
-
         memory.clear()
     for hook in _clear_session_hooks:
         hook()

@@ -1,11 +1,11 @@
 """Splitting a compiled kernel's index range over the CPU cores.
 
-The kernels in `cpu_kernels` release the GIL (``nogil=True``) and take the half-open range of
-rows or elements they work on as their last two arguments, so the same kernel runs serially or
-in parts. `split` runs the first part on the calling thread and the others on a small pool of
-Python threads that sleep (block on a queue) when idle. numba's own OpenMP/TBB threads spin
-between kernels and took the cores from OpenBLAS's GEMM threads (the MLP trained 2-4x slower);
-threads that sleep do not.
+The numba kernels of `kerasrs.backend.kernels` release the GIL (``nogil=True``) and take the
+half-open range of rows or elements they work on as their last two arguments, so the same
+kernel runs serially or in parts. `split` runs the first part on the calling thread and the
+others on a small pool of Python threads that sleep (block on a queue) when idle. numba's own
+OpenMP/TBB threads spin between kernels and took the cores from OpenBLAS's GEMM threads (the MLP
+trained 2-4x slower); threads that sleep do not.
 
 The pool is created on the first split call, never on ``import kerasrs``. Its size is the
 number of CPUs this process may run on, capped by ``OMP_NUM_THREADS`` when that is set (the

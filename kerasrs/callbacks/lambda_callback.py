@@ -1,6 +1,6 @@
 """`LambdaCallback`: a callback made of plain functions."""
 
-from kerasrs.callbacks.callback import _HOOKS, Callback
+from kerasrs.callbacks.callback import _BATCH_HOOKS, _HOOKS, Callback
 
 __all__ = ["LambdaCallback"]
 
@@ -43,6 +43,4 @@ class LambdaCallback(Callback):
                 setattr(self, name, function)
 
     def _needs_batch_hooks(self, mode):
-        from kerasrs.callbacks.callback import _BATCH_HOOKS
-
         return any(name in vars(self) for name in _BATCH_HOOKS[mode])

@@ -5,6 +5,7 @@ epoch when it is not (a log file, a pipe, a CI console)."""
 import sys
 import time
 
+from kerasrs.backend import settings
 from kerasrs.callbacks.callback import Callback
 
 
@@ -37,8 +38,6 @@ def _bar_class():
 def is_interactive(stream):
     """Whether ``stream`` is shown live: a terminal (``isatty()``) or a Jupyter/IPython kernel's
     output stream (``ipykernel``'s ``OutStream``, whose ``isatty()`` is False)."""
-    from kerasrs.backend import settings
-
     if not settings.is_interactive_logging_enabled():
         return False
     try:

@@ -2,8 +2,9 @@
 
 Each ``<name>.load_data()`` returns ``(x_train, y_train), (x_test, y_test)``, reading a local
 copy when one exists (system package or the ``~/.kerasrs/datasets`` cache) and downloading the
-published files otherwise, always checking their checksums. Nothing here imports the rest of
-kerasrs.
+published files otherwise, always checking their checksums. `py_dataset` holds `PyDataset`
+(Keras's ``keras.utils.PyDataset``), the base class of datasets written in Python, which fit and
+the preprocessing layers' ``adapt`` read. Nothing here imports the rest of kerasrs.
 """
 
 from kerasrs.datasets import (boston_housing, california_housing, cifar10,  # noqa: F401

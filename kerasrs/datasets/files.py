@@ -14,6 +14,7 @@ import dataclasses
 import gzip
 import hashlib
 import os
+import shutil
 import tempfile
 import urllib.request
 import warnings
@@ -208,8 +209,6 @@ def get_file(fname=None, origin=None, untar=False, md5_hash=None, file_hash=None
         else:
             download(origin, path, DatasetFile(fname, unchecked=True))
     if extract or untar:
-        import shutil
-
         target = os.path.join(directory, fname.split(".")[0] + "_extracted") if extract else \
             os.path.join(directory, fname.split(".")[0])
         if not os.path.isdir(target):

@@ -7,6 +7,8 @@ made. Typical use, launched with ``mpiexec -n 4 python -m mpi4py train.py``::
     model.fit(x, y, batch_size=256)   # 256 samples per step in all, 64 per process
 """
 
+from kerasrs import backend
+from kerasrs.distribution import mpi
 from kerasrs.distribution.data_parallel import DataParallel
 
 __all__ = ["DataParallel", "distribution", "get_device_count", "initialize", "list_devices",
@@ -42,8 +44,6 @@ def initialize(job_addresses=None, num_processes=None, process_id=None):
         RuntimeError: when ``num_processes`` or ``process_id`` disagree with MPI, or the
             launcher and MPI disagree (see `DataParallel`).
     """
-    from kerasrs.distribution import mpi
-
     comm = mpi.load_mpi().COMM_WORLD
     mpi.check_launcher(comm.Get_size())
     for name, given, actual in (("num_processes", num_processes, comm.Get_size()),
@@ -60,9 +60,6 @@ def list_devices(device_type=None):
     Args:
         device_type: "cpu", "gpu" or None (the current backend's kind).
     """
-    from kerasrs import backend
-    from kerasrs.distribution import mpi
-
     if device_type not in (None, "cpu", "gpu"):
         raise ValueError(f"list_devices: device_type must be 'cpu', 'gpu' or None. Received: "
                          f"device_type={device_type!r}")
@@ -89,7 +86,7 @@ class _Local:
 
     is_chief = True
 
-    def begin_fit(self, model, x=None):
+    def begin_fit(self, model, x=None, custom_train_step=False):
         model._fit_distribution = None
 
     def begin_epoch(self):

@@ -4,6 +4,7 @@ import contextlib
 
 import numpy as np
 
+from kerasrs import autodiff, tree
 from kerasrs import backend as backend_module
 from kerasrs.distribution import mpi, reducer
 
@@ -89,7 +90,7 @@ class DataParallel:
         self.bucket_size_mb, self.overlap = bucket_size_mb, overlap
         self._reducer = self._reducer_key = self._transport = None
         if backend_module.backend() == "cupy":
-            from kerasrs.backend import nccl
+            from kerasrs.backend import nccl  # the CuPy path: loads CUDA sources, so only here
 
             local = self.comm.Split_type(self._mpi.COMM_TYPE_SHARED)
             nccl.select_device(local.Get_rank())
@@ -104,18 +105,17 @@ class DataParallel:
         """True on rank 0, the process that shows progress and writes files."""
         return self.process_id == 0
 
-    # -- hooks called by Model.fit (kerasrs.models.fit_loop and trainer) -------------------------
-    def begin_fit(self, model, x=None):
+    # -- hooks called by Model.fit (kerasrs.trainers.trainer and loops) ------------------------
+    def begin_fit(self, model, x=None, custom_train_step=False):
         """Check the model can be trained in parallel, build it (on ``x[:1]``, the training
         arrays), and copy rank 0's weights and optimizer state to every process.
+        ``custom_train_step``: whether the model's class overrides ``train_step``.
 
         Raises:
             NotImplementedError: for an overridden ``train_step``.
             ValueError: for an unbuilt model and data that are not arrays.
         """
-        from kerasrs.models import trainer  # a hook of fit: reaching up to check its owner
-
-        if type(model).train_step is not trainer.Trainer.train_step:
+        if custom_train_step:
             raise NotImplementedError(
                 f"DataParallel: {type(model).__name__} overrides train_step, whose gradients "
                 "DataParallel cannot reduce; use the built-in train_step (compute_loss and "
@@ -125,11 +125,8 @@ class DataParallel:
                              "generator (give it an Input, or call model.build), so that every "
                              "process starts from rank 0's weights. Received: an unbuilt model")
         if not model.built:
-            from kerasrs import autodiff
-            from kerasrs.models import data_adapter
-
             with autodiff.no_grad():
-                model(data_adapter.slice_struct(x, slice(0, 1)), training=False)
+                model(tree.map_structure(lambda a: a[:1], x), training=False)
         self.broadcast_weights(model)
         self._state_snapshot = _snapshot(model.non_trainable_weights)
         model._fit_distribution = self
@@ -257,7 +254,7 @@ class DataParallel:
     def _transport_for(self, variable):
         if self._transport is None:
             if variable.backend.name == "cupy":
-                from kerasrs.backend import nccl
+                from kerasrs.backend import nccl  # the CuPy path, as in __init__
 
                 self._transport = nccl.NcclTransport(self.comm)
             else:

@@ -9,16 +9,20 @@ differentiable like any op.
 import numbers
 
 from kerasrs import activations, initializers, ops
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 
 
-def _check_number(layer, arg, value, allow_none=False):
-    """``value`` if it is a real number >= 0 (or None when allowed), else a ValueError."""
+def _check_number(layer, arg, value, allow_none=False, subject="{arg} of a ReLU layer"):
+    """``value`` if it is a real number >= 0 (or None when allowed), else a ValueError (with
+    Keras's phrase, "<subject> cannot be ...")."""
     if value is None and allow_none:
         return None
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{layer}: `{arg}` must be a number >= 0"
-                         f"{' or None' if allow_none else ''}. Received: {arg}={value!r}")
+        cannot = "a negative value" if allow_none else "None or a negative value"
+        raise ValueError(f"{layer}: {subject.format(arg=arg)} cannot be {cannot}; `{arg}` "
+                         f"must be a number >= 0{' or None' if allow_none else ''}. "
+                         f"Received: {arg}={value!r}")
     return value
 
 
@@ -85,7 +89,8 @@ class LeakyReLU(Layer):
         if "alpha" in kwargs:  # Keras 2 configs
             negative_slope = kwargs.pop("alpha")
         super().__init__(**kwargs)
-        self.negative_slope = _check_number(self.name, "negative_slope", negative_slope)
+        self.negative_slope = _check_number(self.name, "negative_slope", negative_slope,
+                                            subject="The {arg} value of a Leaky ReLU layer")
         self.built = True
 
     def call(self, inputs):
@@ -124,7 +129,7 @@ class PReLU(Layer):
                  shared_axes=None, **kwargs):
         super().__init__(**kwargs)
         self.alpha_initializer = initializers.get(alpha_initializer)
-        self.alpha_regularizer = _get_regularizer(alpha_regularizer)
+        self.alpha_regularizer = get_regularizer(alpha_regularizer)
         self.alpha_constraint = alpha_constraint
         if shared_axes is None:
             self.shared_axes = None
@@ -159,7 +164,7 @@ class PReLU(Layer):
     def get_config(self):
         return {**super().get_config(),
                 "alpha_initializer": initializers.serialize(self.alpha_initializer),
-                "alpha_regularizer": _serialize_regularizer(self.alpha_regularizer),
+                "alpha_regularizer": serialize_regularizer(self.alpha_regularizer),
                 "alpha_constraint": None, "shared_axes": self.shared_axes}
 
 

@@ -16,7 +16,7 @@ How a layer runs (read this once; subclasses only write ``__init__``, ``build`` 
 4. Float inputs are cast to the layer's compute dtype (``floatx()`` unless ``dtype=`` or a global
    dtype policy says otherwise); NumPy arrays and lists become Tensors. Under a mixed policy
    (``mixed_float16``) the variables stay float32 and every op of the call reads them cast to
-   the compute dtype (`kerasrs.autodiff.autocast_scope`), so their gradients are float32.
+   the compute dtype (`kerasrs.context.autocast`), so their gradients are float32.
 5. Calling a layer on symbolic tensors (from `kerasrs.layers.Input`) does not compute anything:
    it records a `Node` and returns symbolic outputs, see `kerasrs.layers.node`.
 
@@ -27,25 +27,24 @@ overrides ``compute_mask(inputs, mask)``; other layers drop it.
 
 import functools
 import inspect
-import threading
 
 import numpy as np
 
-from kerasrs import autodiff, constraints, dtype_policies, initializers
+from kerasrs import autodiff, constraints, context, dtype_policies, initializers
 from kerasrs import backend as backend_module
 from kerasrs import ops
-from kerasrs.layers import naming
+from kerasrs.layers import naming, node
 from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
+from kerasrs.layers.layer_config import (dtype_policy_arg, get_regularizer, record_arguments,
+                                         serialize_regularizer, shape_from_config,
+                                         shape_to_config)
+from kerasrs.layers.node import _shape_of
 
 _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (for from_config)
 
 
-class _ThreadState(threading.local):
-    def __init__(self):
-        self.call_stack = []  # the `training` value of each layer call now running, innermost last
-
-
-_state = _ThreadState()  # per thread, so predict in one thread cannot flip training in another
+# per thread and asyncio task: predict in one thread cannot flip training in another
+_call_var, _autocast_var, _OUTSIDE = context.layer_call, context.autocast, context.OUTSIDE
 _outer_calls = [0]  # counts outermost layer calls: losses added during one carry its number
 _IGNORED_KWARGS = {"autocast", "quantization_config", "lora_alpha", "input_length"}
 
@@ -65,7 +64,7 @@ def _wrap_build(build):
             self.__dict__["_in_build"] = False
         self.built = True
         if args:
-            self._build_shapes = {"input_shape": _shape_to_config(args[0])} if len(args) == 1 \
+            self._build_shapes = {"input_shape": shape_to_config(args[0])} if len(args) == 1 \
                 and not kwargs else None
         return result
 
@@ -98,7 +97,7 @@ class Layer:
 
     def __new__(cls, *args, **kwargs):
         obj = object.__new__(cls)
-        obj._auto_config = _record_arguments(cls, args, kwargs)
+        obj._auto_config = record_arguments(cls, args, kwargs)
         return obj
 
     def __init_subclass__(cls, **kwargs):
@@ -132,9 +131,9 @@ class Layer:
         if not isinstance(self.name, str) or "/" in self.name:
             raise ValueError(f"{type(self).__name__}: `name` must be a string without '/'. "
                              f"Received: name={self.name!r}")
-        self._dtype = _dtype_policy_arg(dtype, f"{type(self).__name__} {self.name!r}")
+        self._dtype = dtype_policy_arg(dtype, f"{type(self).__name__} {self.name!r}")
         self._trainable = bool(trainable)
-        self.activity_regularizer = _get_regularizer(activity_regularizer)
+        self.activity_regularizer = get_regularizer(activity_regularizer)
         self.built = False
         self.input_spec = None
         self._build_shapes = None
@@ -191,7 +190,7 @@ class Layer:
 
     @dtype_policy.setter
     def dtype_policy(self, value):
-        self._dtype = _dtype_policy_arg(value, f"{type(self).__name__} {self.name!r}")
+        self._dtype = dtype_policy_arg(value, f"{type(self).__name__} {self.name!r}")
 
     @property
     def dtype(self):
@@ -253,9 +252,9 @@ class Layer:
         init = initializers.get(initializer)
         name = name or "variable"
         var = autodiff.Variable(init, shape=shape, dtype=dtype, trainable=trainable, name=name)
-        var.path = naming.variable_path(name) if naming._scopes and naming._scopes[-1] == \
-            self.name else f"{naming.variable_path(self.name)}/{name}"
-        var.regularizer = _get_regularizer(regularizer)
+        var.path = naming.variable_path(name) if naming.current_scope() == self.name else \
+            f"{naming.variable_path(self.name)}/{name}"
+        var.regularizer = get_regularizer(regularizer)
         var.constraint = constraints.get(constraint)
         if trainable:
             var.trainable = self._trainable
@@ -382,17 +381,18 @@ class Layer:
 
     def compute_output_shape(self, input_shape):
         """Output shape for ``input_shape``; by default found by running ``call`` on zeros."""
-        from kerasrs.layers import node
-
         return node.output_shape_by_probe(self, input_shape)
 
     def compute_mask(self, inputs, mask=None):
         """The mask of the output: by default the input mask if `supports_masking`, else None."""
         return mask if self.supports_masking else None
 
-    def __call__(self, *args, **kwargs):
-        from kerasrs.layers import node
+    def _overrides(self, method):
+        """Whether this layer's class defines its own ``method`` (e.g. a shape rule,
+        ``compute_output_shape``) instead of `Layer`'s."""
+        return getattr(type(self), method) is not getattr(Layer, method)
 
+    def __call__(self, *args, **kwargs):
         if not args and "inputs" in kwargs:
             args = (kwargs.pop("inputs"),)
         if node.any_symbolic(args, kwargs):
@@ -400,9 +400,9 @@ class Layer:
         if not args:
             raise TypeError(f"{self.name}: call the layer on an input. Received: no arguments")
         training = kwargs.pop("training", None)
-        call_stack = _state.call_stack
-        if training is None and call_stack:
-            training = call_stack[-1]
+        outer, scopes = _call_var.get()  # the enclosing layer call's `training`, or _OUTSIDE
+        if training is None and outer is not _OUTSIDE:
+            training = outer
         mask = kwargs.pop("mask", None)
         inputs = self._convert_inputs(args[0])
         args = (inputs,) + args[1:]
@@ -412,25 +412,23 @@ class Layer:
             self._build_from_call(args, kwargs)
         if self.input_spec is not None:
             self._check_input_spec(inputs)
-        if not call_stack:
+        if outer is _OUTSIDE:
             _outer_calls[0] += 1
             self._last_call = _outer_calls[0]
         if training is not None and self._call_has_training:
             kwargs["training"] = training
         if mask is not None and self._call_has_mask:
             kwargs["mask"] = mask
-        call_stack.append(training)
-        naming._scopes.append(self.name)
-        local = autodiff._local
-        autocast = local.autocast  # mixed policies read float32 variables in compute_dtype
-        policy = self._policy()
-        local.autocast = policy.autocast_dtype if policy is not None else None
+        policy = self._policy()  # mixed policies read float32 variables in compute_dtype
+        autocast = policy.autocast_dtype if policy is not None else None
+        call_token = _call_var.set((training, scopes + (self.name,)))
+        autocast_token = None if autocast is _autocast_var.get() else _autocast_var.set(autocast)
         try:
             outputs = self.call(*args, **kwargs)
         finally:
-            local.autocast = autocast
-            naming._scopes.pop()
-            call_stack.pop()
+            if autocast_token is not None:
+                _autocast_var.reset(autocast_token)
+            _call_var.reset(call_token)
         if self.activity_regularizer is not None:
             for out in autodiff._flatten(outputs):
                 if isinstance(out, autodiff.Tensor):
@@ -471,7 +469,7 @@ class Layer:
             shapes = {p.name: _shape_of(bound[p.name[:-6]]) for p in params
                       if p.name[:-6] in bound and bound[p.name[:-6]] is not None}
             self.build(**shapes)
-            self._build_shapes = {"shapes_dict": {k: _shape_to_config(v)
+            self._build_shapes = {"shapes_dict": {k: shape_to_config(v)
                                                   for k, v in shapes.items()}}
         else:
             self.build(_shape_of(args[0]))
@@ -520,7 +518,7 @@ class Layer:
         config = {"name": self.name, "trainable": self.trainable,
                   "dtype": dtype_policies.serialize(self.dtype_policy)}
         if self.activity_regularizer is not None:
-            config["activity_regularizer"] = _serialize_regularizer(self.activity_regularizer)
+            config["activity_regularizer"] = serialize_regularizer(self.activity_regularizer)
         if type(self).get_config in _BASE_GET_CONFIGS:  # a subclass without its own get_config
             config.update(getattr(self, "_auto_config", None) or {})
         return config
@@ -539,40 +537,15 @@ class Layer:
         if not config:
             return
         if "input_shape" in config:
-            self.build(_shape_from_config(config["input_shape"]))
+            self.build(shape_from_config(config["input_shape"]))
         elif "shapes_dict" in config:
-            self.build(**{k: _shape_from_config(v) for k, v in config["shapes_dict"].items()})
+            self.build(**{k: shape_from_config(v) for k, v in config["shapes_dict"].items()})
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _dtype_policy_arg(dtype, who):
-    """The `DTypePolicy` for a layer's ``dtype=`` argument (a name, dtype, policy or Keras
-    policy config); None (use floatx()) when neither it nor a global policy is given."""
-    if dtype is None:
-        return dtype_policies._explicit_global()
-    try:
-        return dtype_policies.get(dtype)
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"{who}: {e}") from e
-
-
-def _get_regularizer(identifier):
-    if identifier is None:
-        return None
-    from kerasrs import regularizers
-
-    return regularizers.get(identifier)
-
-
-def _serialize_regularizer(reg):
-    if reg is None:
-        return None
-    from kerasrs import regularizers
-
-    return regularizers.serialize(reg) if hasattr(regularizers, "serialize") else None
 
 
 def _is_data(x):
@@ -582,14 +555,6 @@ def _is_data(x):
     return isinstance(x, (int, float, bool, np.generic))
 
 
-def _shape_of(x):
-    if isinstance(x, (list, tuple)):
-        return [_shape_of(v) for v in x]
-    if isinstance(x, dict):
-        return {k: _shape_of(v) for k, v in x.items()}
-    return tuple(x.shape)
-
-
 def _mask_of(inputs):
     if isinstance(inputs, (list, tuple)):
         masks = [getattr(x, "_keras_mask", None) for x in inputs]
@@ -597,49 +562,6 @@ def _mask_of(inputs):
     return getattr(inputs, "_keras_mask", None)
 
 
-def _shape_to_config(shape):
-    if isinstance(shape, dict):
-        return {k: _shape_to_config(v) for k, v in shape.items()}
-    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-        return [_shape_to_config(s) for s in shape]
-    return None if shape is None else list(shape)
-
-
-def _shape_from_config(shape):
-    if isinstance(shape, dict):
-        return {k: _shape_from_config(v) for k, v in shape.items()}
-    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-        return [_shape_from_config(s) for s in shape]
-    return None if shape is None else tuple(shape)
-
-
 _BASE_GET_CONFIGS = {Layer.get_config}  # Model.get_config joins (kerasrs.models.model)
 
 
-def _jsonable(value):
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_jsonable(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _jsonable(v) for k, v in value.items())
-    return False
-
-
-def _record_arguments(cls, args, kwargs):
-    """The constructor arguments of a user subclass, by name, when they are plain JSON values:
-    Keras 3 records them so that a subclass without ``get_config`` still saves and reloads."""
-    if cls.__module__.startswith("kerasrs.") or not (args or kwargs):
-        return None
-    try:
-        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
-    except TypeError:
-        return None
-    out = {}
-    for name, value in list(bound.arguments.items())[1:]:
-        param = inspect.signature(cls.__init__).parameters[name]
-        if param.kind is param.VAR_KEYWORD:
-            out.update({k: v for k, v in value.items() if _jsonable(v)})
-        elif param.kind is not param.VAR_POSITIONAL and _jsonable(value):
-            out[name] = value
-    return out

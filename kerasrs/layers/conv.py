@@ -10,12 +10,8 @@ weights load unchanged; ``data_format="channels_first"`` only changes the activa
 import numpy as np
 
 from kerasrs import activations, initializers, ops
-from kerasrs.layers.base import (
-    InputSpec,
-    Layer,
-    _get_regularizer,
-    _serialize_regularizer,
-)
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.ops import convolution, projection
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D"]
@@ -30,12 +26,18 @@ def standardize_tuple(value, n, name, who, allow_zero=False):
     except TypeError:
         values = None
     low = 0 if allow_zero else 1
+    kind = "non-negative" if allow_zero else "positive"
+    # Keras's phrase, then ours
+    what = f"{who}: The `{name}` argument must be a tuple of {n} integers."
+    ours = f"`{name}` must be a {kind} int or a tuple of {n} {kind} ints"
     if values is None or len(values) != n or not all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= low
-            for v in values):
-        kind = "non-negative" if allow_zero else "positive"
-        raise ValueError(f"{who}: `{name}` must be a {kind} int or a tuple of {n} {kind} ints. "
-                         f"Received: {name}={value!r}")
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"{what} Received: {name}={value!r} ({ours})")
+    if any(v < low for v in values):
+        bad = {int(v) for v in values if v < low}
+        raise ValueError(f"{what} Received {name}={tuple(int(v) for v in values)}, including "
+                         f"values {bad} that do not satisfy `value {'>=' if allow_zero else '>'} "
+                         f"0` ({ours})")
     return tuple(int(v) for v in values)
 
 
@@ -100,7 +102,8 @@ def check_windows(layer, input_shape, window, dilation, padding, what="kernel"):
         reach = (k - 1) * d + 1
         if n is not None and reach > n:
             raise ValueError(
-                f"{layer.name}: the {what} (size {tuple(window)}, dilation {tuple(dilation)}) is "
+                f"{layer.name}: Computed output size would be zero or negative: the {what} "
+                f"(size {tuple(window)}, dilation {tuple(dilation)}) is "
                 f"larger than the input along spatial axis {axis} (size {n}) with "
                 f"padding='valid'; use padding='same' or a larger input. "
                 f"Received: input shape {tuple(input_shape)}")
@@ -126,9 +129,9 @@ def conv_config(layer):
             "activation": activations.serialize(layer.activation), "use_bias": layer.use_bias,
             "kernel_initializer": initializers.serialize(layer.kernel_initializer),
             "bias_initializer": initializers.serialize(layer.bias_initializer),
-            "kernel_regularizer": _serialize_regularizer(layer.kernel_regularizer),
-            "bias_regularizer": _serialize_regularizer(layer.bias_regularizer),
-            "activity_regularizer": _serialize_regularizer(layer.activity_regularizer),
+            "kernel_regularizer": serialize_regularizer(layer.kernel_regularizer),
+            "bias_regularizer": serialize_regularizer(layer.bias_regularizer),
+            "activity_regularizer": serialize_regularizer(layer.activity_regularizer),
             "kernel_constraint": None, "bias_constraint": None}
 
 
@@ -175,18 +178,21 @@ class BaseConv(Layer):
         who = self.name
         self.rank = rank
         if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
-            raise ValueError(f"{who}: `filters` must be a positive int. "
-                             f"Received: filters={filters!r}")
-        if not isinstance(groups, (int, np.integer)) or groups <= 0 or filters % groups:
-            raise ValueError(f"{who}: `groups` must be a positive int dividing `filters`. "
-                             f"Received: groups={groups!r}, filters={filters}")
+            raise ValueError(f"{who}: Invalid value for argument `filters`. Expected a strictly "
+                             f"positive value. Received filters={filters!r}.")
+        if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups <= 0:
+            raise ValueError(f"{who}: The number of groups must be a positive integer. "
+                             f"Received: groups={groups!r}.")
+        if filters % groups:
+            raise ValueError(f"{who}: The number of filters must be evenly divisible by the "
+                             f"number of groups. Received: groups={groups}, filters={filters}.")
         self.filters, self.groups = int(filters), int(groups)
         self.kernel_size = standardize_tuple(kernel_size, rank, "kernel_size", who)
         self.strides = standardize_tuple(strides, rank, "strides", who)
         self.dilation_rate = standardize_tuple(dilation_rate, rank, "dilation_rate", who)
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"{who}: strides > 1 cannot be combined with dilation_rate > 1. "
-                             f"Received: strides={self.strides}, "
+            raise ValueError(f"{who}: `strides > 1` not supported in conjunction with "
+                             f"`dilation_rate > 1`. Received: strides={self.strides} and "
                              f"dilation_rate={self.dilation_rate}")
         self.padding = standardize_padding(padding, who, allow_causal=rank == 1)
         self.data_format = standardize_data_format(data_format, who)
@@ -194,8 +200,8 @@ class BaseConv(Layer):
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
         self.input_spec = InputSpec(ndim=rank + 2)
 

@@ -9,11 +9,8 @@ import numpy as np
 
 from kerasrs import activations, initializers, ops
 from kerasrs.layers import conv
-from kerasrs.layers.base import (
-    InputSpec,
-    Layer,
-    _get_regularizer,
-)
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer
 
 __all__ = ["Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Convolution1DTranspose",
            "Convolution2DTranspose", "Convolution3DTranspose"]
@@ -60,8 +57,8 @@ class BaseConvTranspose(Layer):
         who = self.name
         self.rank = rank
         if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
-            raise ValueError(f"{who}: `filters` must be a positive int. "
-                             f"Received: filters={filters!r}")
+            raise ValueError(f"{who}: Invalid value for argument `filters`. Expected a strictly "
+                             f"positive value. Received filters={filters!r}.")
         self.filters = int(filters)
         self.kernel_size = conv.standardize_tuple(kernel_size, rank, "kernel_size", who)
         self.strides = conv.standardize_tuple(strides, rank, "strides", who)
@@ -71,20 +68,21 @@ class BaseConvTranspose(Layer):
             output_padding, rank, "output_padding", who, allow_zero=True)
         if self.output_padding is not None and any(
                 p >= s for p, s in zip(self.output_padding, self.strides)):
-            raise ValueError(f"{who}: each `output_padding` must be smaller than its stride. "
+            raise ValueError(f"{who}: `output_padding` must be strictly less than `strides` "
+                             f"(each padding smaller than its stride). "
                              f"Received: output_padding={self.output_padding}, "
                              f"strides={self.strides}")
         if max(self.strides) > 1 and max(self.dilation_rate) > 1:
-            raise ValueError(f"{who}: strides > 1 cannot be combined with dilation_rate > 1. "
-                             f"Received: strides={self.strides}, "
+            raise ValueError(f"{who}: `strides > 1` not supported in conjunction with "
+                             f"`dilation_rate > 1`. Received: strides={self.strides} and "
                              f"dilation_rate={self.dilation_rate}")
         self.data_format = conv.standardize_data_format(data_format, who)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
         self.input_spec = InputSpec(ndim=rank + 2)
 

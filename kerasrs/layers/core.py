@@ -1,10 +1,12 @@
-"""Core layers: Dense, Activation, Dropout, Identity, Embedding, Rescaling, Masking, Softmax."""
+"""Core layers: Dense, Activation, Dropout, Identity, Embedding, ReversibleEmbedding, Rescaling,
+Masking, Softmax."""
 
 import numpy as np
 
 from kerasrs import activations, initializers, ops
 from kerasrs import backend as backend_module
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.ops import projection
 from kerasrs.ops.core import constant
 
@@ -37,7 +39,7 @@ class Dense(Layer):
                  lora_rank=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
-            raise ValueError(f"{self.name}: `units` must be a positive int. "
+            raise ValueError(f"{self.name}: `units` must be a positive integer. "
                              f"Received: units={units!r}")
         if lora_rank:
             raise ValueError(f"{self.name}: LoRA is not supported. Received: lora_rank={lora_rank}")
@@ -46,8 +48,8 @@ class Dense(Layer):
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
         self.input_spec = InputSpec(min_ndim=2)
 
@@ -82,8 +84,8 @@ class Dense(Layer):
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+                "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
+                "bias_regularizer": serialize_regularizer(self.bias_regularizer),
                 "kernel_constraint": None, "bias_constraint": None}
 
 
@@ -139,6 +141,24 @@ def dropout_mask(layer, shape, rate, dtype, be):
     return be.dropout_mask(tuple(shape), rate, key, offset, dtype)
 
 
+def _check_noise_shape(name, noise_shape):
+    """``noise_shape`` as a tuple of positive ints and Nones (or None), else Keras's ValueError."""
+    if noise_shape is None:
+        return None
+    bad = "Invalid value received for argument `noise_shape`."
+    if not isinstance(noise_shape, (list, tuple)):
+        raise ValueError(f"{name}: {bad} Expected a tuple or list of integers. "
+                         f"Received: noise_shape={noise_shape!r}")
+    if any(d is not None and (not isinstance(d, (int, np.integer)) or isinstance(d, bool))
+           for d in noise_shape):
+        raise ValueError(f"{name}: {bad} Expected all elements to be integers or None. "
+                         f"Received: noise_shape={noise_shape!r}")
+    if any(d is not None and d <= 0 for d in noise_shape):
+        raise ValueError(f"{name}: {bad} Expected all dimensions to be positive integers or "
+                         f"None. Received: noise_shape={noise_shape!r}")
+    return tuple(noise_shape)
+
+
 def resolve_noise_shape(noise_shape, shape):
     """The mask shape: ``shape`` where ``noise_shape`` is None or has None entries."""
     if noise_shape is None:
@@ -166,10 +186,10 @@ class Dropout(Layer):
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
-            raise ValueError(f"{self.name}: `rate` must be a number in [0, 1]. "
-                             f"Received: rate={rate!r}")
+            raise ValueError(f"{self.name}: Invalid value received for argument `rate`. Expected "
+                             f"a float value between 0 and 1. Received: rate={rate!r}")
         self.rate, self.seed = float(rate), seed
-        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
+        self.noise_shape = _check_noise_shape(self.name, noise_shape)
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
@@ -212,11 +232,11 @@ class Embedding(Layer):
         super().__init__(**kwargs)
         for arg, value in (("input_dim", input_dim), ("output_dim", output_dim)):
             if not isinstance(value, (int, np.integer)) or value <= 0:
-                raise ValueError(f"{self.name}: `{arg}` must be a positive int. "
+                raise ValueError(f"{self.name}: `{arg}` must be a positive integer. "
                                  f"Received: {arg}={value!r}")
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
-        self.embeddings_regularizer = _get_regularizer(embeddings_regularizer)
+        self.embeddings_regularizer = get_regularizer(embeddings_regularizer)
         self.embeddings_constraint = embeddings_constraint
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
@@ -252,8 +272,58 @@ class Embedding(Layer):
         return {**super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
-                "embeddings_regularizer": _serialize_regularizer(self.embeddings_regularizer),
+                "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
                 "embeddings_constraint": None, "mask_zero": self.mask_zero}
+
+
+class ReversibleEmbedding(Embedding):
+    """An `Embedding` that can also map vectors back to token logits: ``layer(ids)`` embeds,
+    ``layer(vectors, reverse=True)`` returns ``vectors @ embeddings^T`` (tied) or ``vectors @
+    reverse_embeddings`` (``tie_weights=False``), optionally soft-capped
+    ``cap * tanh(logits / cap)`` (``logit_soft_cap``)."""
+
+    def __init__(self, input_dim, output_dim, tie_weights=True, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
+                 reverse_dtype=None, logit_soft_cap=None, **kwargs):
+        super().__init__(input_dim, output_dim, embeddings_initializer=embeddings_initializer,
+                         embeddings_regularizer=embeddings_regularizer,
+                         embeddings_constraint=embeddings_constraint, mask_zero=mask_zero,
+                         **kwargs)
+        self.tie_weights, self.reverse_dtype = tie_weights, reverse_dtype
+        self.logit_soft_cap = logit_soft_cap
+
+    def build(self, input_shape=None):
+        super().build(input_shape)
+        if not self.tie_weights:
+            self.reverse_embeddings = self.add_weight(
+                shape=(self.output_dim, self.input_dim), name="reverse_embeddings",
+                initializer=self.embeddings_initializer)
+
+    def call(self, inputs, reverse=False):
+        if not reverse:
+            return super().call(inputs)
+        kernel = ops.transpose(self.embeddings) if self.tie_weights else self.reverse_embeddings
+        if self.reverse_dtype is not None:
+            inputs, kernel = ops.cast(inputs, self.reverse_dtype), ops.cast(kernel,
+                                                                           self.reverse_dtype)
+        logits = ops.matmul(inputs, kernel)
+        if self.logit_soft_cap is not None:
+            logits = ops.tanh(logits / self.logit_soft_cap) * self.logit_soft_cap
+        return logits
+
+    def compute_mask(self, inputs, mask=None):
+        if inputs is None or getattr(inputs, "dtype", np.dtype("int64")).kind == "f":
+            return None  # a reverse call (float vectors in) has no token mask
+        return super().compute_mask(inputs, mask)
+
+    def compute_output_shape(self, input_shape, reverse=False):
+        if reverse:
+            return tuple(input_shape[:-1]) + (self.input_dim,)
+        return super().compute_output_shape(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "tie_weights": self.tie_weights,
+                "reverse_dtype": self.reverse_dtype, "logit_soft_cap": self.logit_soft_cap}
 
 
 class Rescaling(Layer):
@@ -290,18 +360,33 @@ class Masking(Layer):
         super().__init__(**kwargs)
         self.mask_value = mask_value
 
+    def _keep(self, inputs, keepdims=False):
+        # through ops: inputs may be Tensors, NumPy arrays or symbolic tensors
+        return ops.any(ops.not_equal(inputs, self.mask_value), axis=-1, keepdims=keepdims)
+
     def call(self, inputs):
-        keep = (inputs.data != self.mask_value).any(axis=-1, keepdims=True)
-        return ops.multiply(inputs, constant(keep.astype(inputs.dtype), inputs.backend))
+        return ops.multiply(inputs, ops.cast(self._keep(inputs, keepdims=True), inputs.dtype))
 
     def compute_mask(self, inputs, mask=None):
-        return constant((inputs.data != self.mask_value).any(axis=-1), inputs.backend)
+        return self._keep(inputs)
 
     def compute_output_shape(self, input_shape):
         return input_shape
 
     def get_config(self):
         return {**super().get_config(), "mask_value": self.mask_value}
+
+
+def _check_softmax_mask(name, input_shape, mask_shape):
+    """A mask must broadcast to the inputs without growing them (Keras's checks and phrases)."""
+    input_shape, mask_shape = tuple(input_shape), tuple(mask_shape)
+    if len(mask_shape) > len(input_shape):
+        raise ValueError(f"{name}: the mask must not have more dimensions than the inputs. "
+                         f"Received: mask shape {mask_shape}, input shape {input_shape}")
+    for m, i in zip(mask_shape[::-1], input_shape[::-1]):
+        if m is not None and i is not None and m not in (1, i):
+            raise ValueError(f"{name}: the mask must be broadcastable to the inputs' shape. "
+                             f"Received: mask shape {mask_shape}, input shape {input_shape}")
 
 
 class Softmax(Layer):
@@ -320,6 +405,7 @@ class Softmax(Layer):
 
     def call(self, inputs, mask=None):
         if mask is not None:
+            _check_softmax_mask(self.name, inputs.shape, mask.shape)
             mask = ops.cast(mask, inputs.dtype)
             large = -3e4 if inputs.dtype == np.float16 else -1e9
             inputs = ops.add(inputs, ops.multiply(ops.subtract(1.0, mask), large))

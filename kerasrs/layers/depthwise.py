@@ -11,7 +11,8 @@ import numpy as np
 
 from kerasrs import activations, initializers, ops
 from kerasrs.layers import conv
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 
 __all__ = ["DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
            "SeparableConvolution1D", "SeparableConvolution2D"]
@@ -19,7 +20,8 @@ __all__ = ["DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableCo
 
 def _positive(who, name, value):
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{who}: `{name}` must be a positive int. Received: {name}={value!r}")
+        raise ValueError(f"{who}: Invalid value for argument `{name}`. Expected a strictly "
+                         f"positive value. Received {name}={value!r}.")
     return int(value)
 
 
@@ -45,7 +47,7 @@ class _WindowedConv(Layer):
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.bias_constraint = bias_constraint
         self.input_spec = InputSpec(ndim=rank + 2)
 
@@ -84,8 +86,8 @@ class _WindowedConv(Layer):
                 "dilation_rate": self.dilation_rate,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
-                "activity_regularizer": _serialize_regularizer(self.activity_regularizer),
+                "bias_regularizer": serialize_regularizer(self.bias_regularizer),
+                "activity_regularizer": serialize_regularizer(self.activity_regularizer),
                 "bias_constraint": None}
 
 
@@ -118,7 +120,7 @@ class BaseDepthwiseConv(_WindowedConv):
                          depth_multiplier, activation, use_bias, bias_initializer,
                          bias_regularizer, activity_regularizer, bias_constraint, **kwargs)
         self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.depthwise_regularizer = _get_regularizer(depthwise_regularizer)
+        self.depthwise_regularizer = get_regularizer(depthwise_regularizer)
         self.depthwise_constraint = depthwise_constraint
 
     def build(self, input_shape):
@@ -143,7 +145,7 @@ class BaseDepthwiseConv(_WindowedConv):
     def get_config(self):
         return {**super().get_config(),
                 "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-                "depthwise_regularizer": _serialize_regularizer(self.depthwise_regularizer),
+                "depthwise_regularizer": serialize_regularizer(self.depthwise_regularizer),
                 "depthwise_constraint": None}
 
 
@@ -206,8 +208,8 @@ class BaseSeparableConv(_WindowedConv):
         self.filters = _positive(self.name, "filters", filters)
         self.depthwise_initializer = initializers.get(depthwise_initializer)
         self.pointwise_initializer = initializers.get(pointwise_initializer)
-        self.depthwise_regularizer = _get_regularizer(depthwise_regularizer)
-        self.pointwise_regularizer = _get_regularizer(pointwise_regularizer)
+        self.depthwise_regularizer = get_regularizer(depthwise_regularizer)
+        self.pointwise_regularizer = get_regularizer(pointwise_regularizer)
         self.depthwise_constraint = depthwise_constraint
         self.pointwise_constraint = pointwise_constraint
 
@@ -236,8 +238,8 @@ class BaseSeparableConv(_WindowedConv):
         return {**super().get_config(), "filters": self.filters,
                 "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
                 "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
-                "depthwise_regularizer": _serialize_regularizer(self.depthwise_regularizer),
-                "pointwise_regularizer": _serialize_regularizer(self.pointwise_regularizer),
+                "depthwise_regularizer": serialize_regularizer(self.depthwise_regularizer),
+                "pointwise_regularizer": serialize_regularizer(self.pointwise_regularizer),
                 "depthwise_constraint": None, "pointwise_constraint": None}
 
 

@@ -1,5 +1,7 @@
 """`Input` and `InputLayer`: where a functional or Sequential model's data enters."""
 
+import warnings
+
 from kerasrs import backend as backend_module
 from kerasrs.layers import base, node
 
@@ -25,20 +27,29 @@ class InputLayer(base.Layer):
                  input_tensor=None, optional=False, name=None, ragged=None, **kwargs):
         if "batch_input_shape" in kwargs:  # Keras 2 configs
             batch_shape = kwargs.pop("batch_input_shape")
-        kwargs.pop("input_shape", None)
+        if "input_shape" in kwargs:  # Keras's deprecated spelling of `shape`
+            input_shape = kwargs.pop("input_shape")
+            warnings.warn("Argument `input_shape` is deprecated. Use `shape` instead.",
+                          UserWarning, stacklevel=2)
+            shape = input_shape if shape is None and batch_shape is None else shape
         for flag, value in (("sparse", sparse), ("ragged", ragged), ("optional", optional)):
             if value:
-                raise ValueError(f"InputLayer: {flag} inputs are not supported. "
+                raise ValueError(f"InputLayer: `{flag}=True` is not supported ({flag} inputs). "
                                  f"Received: {flag}={value!r}")
         super().__init__(name=name, dtype=None, **kwargs)
         if input_tensor is not None:
             batch_shape, dtype = input_tensor.shape, input_tensor.dtype
         if shape is not None and batch_shape is not None:
-            raise ValueError(f"{self.name}: give either `shape` or `batch_shape`, not both. "
-                             f"Received: shape={shape}, batch_shape={batch_shape}")
+            raise ValueError(f"{self.name}: You cannot pass both `shape` and `batch_shape` at "
+                             f"the same time; give one. Received: shape={shape}, "
+                             f"batch_shape={batch_shape}")
+        if batch_size is not None and batch_shape is not None and input_tensor is None:
+            raise ValueError(f"{self.name}: You cannot pass both `batch_size` and `batch_shape` "
+                             f"at the same time; give one. Received: batch_size={batch_size}, "
+                             f"batch_shape={batch_shape}")
         if shape is None and batch_shape is None:
-            raise ValueError(f"{self.name}: an input needs a `shape` (without the batch axis). "
-                             "Received: shape=None")
+            raise ValueError(f"{self.name}: You must pass a `shape` argument. An input needs a "
+                             "`shape` (without the batch axis). Received: shape=None")
         if batch_shape is None:
             shape = (shape,) if isinstance(shape, int) else tuple(shape)
             batch_shape = (batch_size,) + shape

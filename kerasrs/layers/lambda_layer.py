@@ -4,8 +4,12 @@ import base64
 import importlib
 import inspect
 import marshal
+import sys
 import types
 
+import numpy as np
+
+from kerasrs import ops
 from kerasrs.layers import node
 from kerasrs.layers.base import Layer
 
@@ -100,11 +104,10 @@ def _deserialize_function(config, custom_objects=None, safe_mode=True):
         closure = None if inner.get("closure") is None else tuple(
             types.CellType(v) for v in inner["closure"])
         defaults = tuple(inner["defaults"]) if inner.get("defaults") else None
-        import numpy as np
-
-        import kerasrs
-
-        scope = {"kerasrs": kerasrs, "ops": kerasrs.ops, "np": np, "__builtins__": __builtins__}
+        # the bytecode is the user's, written against the public package, which is loaded by
+        # now: it gets that as ``kerasrs`` (an import from here would run up the layers)
+        scope = {"kerasrs": sys.modules["kerasrs"], "ops": ops, "np": np,
+                 "__builtins__": __builtins__}
         return types.FunctionType(code, scope, code.co_name, defaults, closure)
     name = config["config"]
     if custom_objects and name in custom_objects:

@@ -5,14 +5,14 @@ import numpy as np
 
 from kerasrs import ops
 from kerasrs.layers.base import Layer
-from kerasrs.ops.core import constant
 
 
 class Merge(Layer):
     """Base class of the elementwise merges: checks the list of inputs and folds ``_merge``.
 
     Input: a list of at least ``min_inputs`` tensors whose shapes broadcast together.
-    Output: the broadcast shape. An output mask is the AND of the input masks.
+    Output: the broadcast shape. The output mask, as in Keras, is the OR of the input masks,
+    or None if an input has none.
     """
 
     supports_masking = True
@@ -27,8 +27,9 @@ class Merge(Layer):
         if n < self.min_inputs or (self.max_inputs and n > self.max_inputs):
             want = self.min_inputs if self.max_inputs == self.min_inputs else \
                 f"at least {self.min_inputs}"
-            raise ValueError(f"{self.name}: expects {want} inputs. Received: {n} inputs with "
-                             f"shapes {[tuple(s) for s in shapes]}")
+            exactly = "exactly " if self.max_inputs == self.min_inputs else ""
+            raise ValueError(f"{self.name}: the layer should be called on {exactly}{want} inputs. "
+                             f"Received: {n} inputs with shapes {[tuple(s) for s in shapes]}")
 
     def build(self, input_shape):
         self._check_list(input_shape)
@@ -59,13 +60,26 @@ class Merge(Layer):
         return out
 
     def compute_mask(self, inputs, mask=None):
-        if mask is None or all(m is None for m in mask):
+        if mask is None:
             return None
-        masks = [m.data if hasattr(m, "data") else np.asarray(m) for m in mask if m is not None]
-        out = masks[0]
-        for m in masks[1:]:
-            out = out & m
-        return constant(out, inputs[0].backend)
+        _check_masks(self.name, inputs, mask)
+        if any(m is None for m in mask):
+            return None
+        out = ops.cast(mask[0], "bool")  # a Tensor, a NumPy array or a symbolic tensor
+        for m in mask[1:]:
+            out = ops.logical_or(out, m)
+        return out
+
+
+def _check_masks(name, inputs, mask):
+    """Keras's checks of ``compute_mask``'s arguments (with its phrases)."""
+    if not isinstance(mask, (list, tuple)):
+        raise ValueError(f"{name}: `mask` should be a list. Received: mask={mask!r}")
+    if not isinstance(inputs, (list, tuple)):
+        raise ValueError(f"{name}: `inputs` should be a list. Received: inputs={inputs!r}")
+    if len(mask) != len(inputs):
+        raise ValueError(f"{name}: the lists `inputs` and `mask` should have the same length. "
+                         f"Received: {len(inputs)} inputs and {len(mask)} masks")
 
 
 class Add(Merge):
@@ -139,8 +153,9 @@ class Concatenate(Merge):
         for s in input_shape[1:]:
             for i, (a, b) in enumerate(zip(out, s)):
                 if i != ax and a is not None and b is not None and a != b:
-                    raise ValueError(f"{self.name}: inputs must match on every axis except the "
-                                     f"concatenation axis {self.axis}. Received: input_shape="
+                    raise ValueError(f"{self.name}: the layer requires inputs with matching "
+                                     f"shapes except for the concatenation axis {self.axis}. "
+                                     f"Received: input_shape="
                                      f"{[tuple(s) for s in input_shape]}")
                 if i != ax and a is None:
                     out[i] = b
@@ -152,14 +167,20 @@ class Concatenate(Merge):
         return ops.concatenate(list(inputs), axis=self.axis)
 
     def compute_mask(self, inputs, mask=None):
-        if mask is None or all(m is None for m in mask):
+        if mask is None:
             return None
-        xp = inputs[0].backend.xp
-        full = []
+        _check_masks(self.name, inputs, mask)
+        if all(m is None for m in mask):
+            return None
+        full = []  # per input, a mask of its full shape (all True where it has none)
         for x, m in zip(inputs, mask):
-            m = xp.ones(x.shape, bool) if m is None else getattr(m, "data", m)
-            full.append(xp.broadcast_to(m[..., None], x.shape) if m.ndim < x.ndim else m)
-        return constant(xp.concatenate(full, axis=self.axis).any(axis=-1), inputs[0].backend)
+            if m is None:
+                full.append(ops.ones_like(x, dtype="bool"))
+                continue
+            m = ops.cast(m, "bool")
+            full.append(ops.broadcast_to(ops.expand_dims(m, -1), ops.shape(x))
+                        if len(m.shape) < len(x.shape) else m)
+        return ops.any(ops.concatenate(full, axis=self.axis), axis=-1)
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}

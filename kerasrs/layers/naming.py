@@ -1,15 +1,18 @@
 """Unique default names (``dense``, ``dense_1``, ...) and the name scopes behind variable paths.
 
-Both are process-wide, as in Keras: the second model built in a session gets ``sequential_1`` and
-``dense_2``. ``kerasrs.utils.clear_session()`` resets the counters (see `reset_uids`).
+Default names are process-wide, as in Keras: the second model built in a session gets
+``sequential_1`` and ``dense_2``. ``kerasrs.utils.clear_session()`` resets the counters (see
+`reset_uids`). Name scopes are per thread and per asyncio task (`kerasrs.context.layer_call`):
+a model built in one thread does not put its name into the paths of weights built in another.
 """
 
 import collections
 import contextlib
 import re
 
+from kerasrs import context
+
 _uids = collections.defaultdict(int)  # prefix -> how many names were handed out
-_scopes = []  # the name scopes now open, outermost first (layer and model names)
 
 
 def to_snake_case(name):
@@ -35,13 +38,20 @@ def reset_uids():
 @contextlib.contextmanager
 def name_scope(name):
     """Open a name scope: variables created inside get ``<scopes>/<name>/<weight>`` paths."""
-    _scopes.append(name)
+    training, scopes = context.layer_call.get()
+    token = context.layer_call.set((training, scopes + (name,)))
     try:
         yield
     finally:
-        _scopes.pop()
+        context.layer_call.reset(token)
+
+
+def current_scope():
+    """The name of the innermost open name scope, or None."""
+    scopes = context.layer_call.get()[1]
+    return scopes[-1] if scopes else None
 
 
 def variable_path(weight_name):
     """The path of a weight created now, e.g. ``sequential/dense/kernel``."""
-    return "/".join(_scopes + [weight_name])
+    return "/".join(context.layer_call.get()[1] + (weight_name,))

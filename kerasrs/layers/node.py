@@ -18,20 +18,19 @@ layers work without writing ``compute_output_shape``.
 
 import numpy as np
 
-from kerasrs import autodiff
+from kerasrs import autodiff, ops
 from kerasrs import backend as backend_module
 
 _PROBE_SIZES = (2, 3)
 
 
 def _operator(op_name, reflected=False):
-    """A Python operator method applying ``kerasrs.ops.<op_name>`` symbolically."""
+    """A Python operator method calling ``kerasrs.ops.<op_name>``, which records the op on
+    symbolic tensors (see `kerasrs.ops.dispatch` and `kerasrs.layers.op_layer`)."""
+    fn = getattr(ops, op_name)
 
     def method(self, *other):
-        from kerasrs.layers import op_layer
-
-        args = (other[0], self) if reflected else (self,) + other
-        return op_layer.symbolic_op(op_layer.raw_op(op_name), args, {})
+        return fn(other[0], self) if reflected else fn(self, *other)
 
     method.__name__ = f"__{'r' if reflected else ''}{op_name}__"
     return method
@@ -181,11 +180,9 @@ def _attach_symbolic_masks(layer, args, kwargs, outputs):
     """Give the symbolic outputs the ``_keras_mask`` the layer would compute (a bool
     `SymbolicTensor` with the mask's shape, batch axis None), as Keras shows on KerasTensors.
     Found by one eager probe with all-True input masks; the values are not used."""
-    from kerasrs.layers.base import Layer
-
     flat_in = [t for t in autodiff._flatten([list(args), kwargs]) if isinstance(t, SymbolicTensor)]
     if not any(getattr(t, "_keras_mask", None) is not None for t in flat_in) and \
-            type(layer).compute_mask is Layer.compute_mask:
+            not layer._overrides("compute_mask"):
         return
     try:
         probed = autodiff._flatten(_probe(layer, args, kwargs, _PROBE_SIZES[0], masks=True))
@@ -201,9 +198,7 @@ def _attach_symbolic_masks(layer, args, kwargs, outputs):
 
 def output_spec(layer, args, kwargs):
     """Structure of `Spec`s for ``layer(*args, **kwargs)`` on symbolic inputs."""
-    from kerasrs.layers.base import Layer, _shape_of
-
-    if type(layer).compute_output_shape is not Layer.compute_output_shape:
+    if layer._overrides("compute_output_shape"):
         shapes = layer.compute_output_shape(_shape_of(args[0]))
         try:
             dtype = autodiff._flatten(_probe(layer, args, kwargs, 1))[0].dtype.name
@@ -253,6 +248,15 @@ def _probe(layer, args, kwargs, size, masks=False):
     with autodiff.no_grad(), np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
         return layer(*map_structure(zeros, list(args)), training=False,
                      **map_structure(zeros, kwargs))
+
+
+def _shape_of(x):
+    """The shape of a tensor, or the structure of shapes of a list/tuple/dict of tensors."""
+    if isinstance(x, (list, tuple)):
+        return [_shape_of(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _shape_of(v) for k, v in x.items()}
+    return tuple(x.shape)
 
 
 def _is_shape(s):

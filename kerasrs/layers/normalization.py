@@ -1,5 +1,5 @@
 """Normalization layers: BatchNormalization, LayerNormalization, GroupNormalization,
-UnitNormalization.
+UnitNormalization and RMSNormalization.
 
 Batch and layer normalization in training use the fused ops of `kerasrs.ops.normalization`
 (one tape entry, closed-form backward); the others compose `kerasrs.ops`.
@@ -9,11 +9,13 @@ import numpy as np
 
 from kerasrs import initializers, ops
 from kerasrs.layers import padding
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.ops import normalization as norm_ops
 from kerasrs.ops.core import constant
 
-__all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization"]
+__all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization",
+           "RMSNormalization"]
 
 
 def _check_axes(layer, axes, input_shape):
@@ -26,8 +28,9 @@ def _check_axes(layer, axes, input_shape):
                          f"Received: input shape {tuple(input_shape)}")
     listed = sorted(int(a) % rank for a in listed)
     if any(input_shape[a] is None for a in listed):
-        raise ValueError(f"{layer.name}: the normalized axes must have known sizes. "
-                         f"Received: input shape {tuple(input_shape)}, axis={axes}")
+        raise ValueError(f"{layer.name}: the normalized axes must have known sizes (an input "
+                         f"tensor should have a defined dimension but the layer received an "
+                         f"input with shape {tuple(input_shape)} and axis={axes})")
     return listed
 
 
@@ -39,8 +42,8 @@ class _ScaleShift:
         self.center, self.scale = bool(center), bool(scale)
         self.beta_initializer = initializers.get(beta_initializer)
         self.gamma_initializer = initializers.get(gamma_initializer)
-        self.beta_regularizer = _get_regularizer(beta_regularizer)
-        self.gamma_regularizer = _get_regularizer(gamma_regularizer)
+        self.beta_regularizer = get_regularizer(beta_regularizer)
+        self.gamma_regularizer = get_regularizer(gamma_regularizer)
         self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
         self.gamma = self.beta = None
 
@@ -58,8 +61,8 @@ class _ScaleShift:
         return {"center": self.center, "scale": self.scale,
                 "beta_initializer": initializers.serialize(self.beta_initializer),
                 "gamma_initializer": initializers.serialize(self.gamma_initializer),
-                "beta_regularizer": _serialize_regularizer(self.beta_regularizer),
-                "gamma_regularizer": _serialize_regularizer(self.gamma_regularizer),
+                "beta_regularizer": serialize_regularizer(self.beta_regularizer),
+                "gamma_regularizer": serialize_regularizer(self.gamma_regularizer),
                 "beta_constraint": None, "gamma_constraint": None}
 
 
@@ -230,8 +233,8 @@ class LayerNormalization(_ScaleShift, Layer):
         elif isinstance(axis, (int, np.integer)):
             self.axis = int(axis)
         else:
-            raise TypeError(f"{self.name}: `axis` must be an int or a list of ints. "
-                            f"Received: axis={axis!r}")
+            raise TypeError(f"{self.name}: Expected an int or a list/tuple of ints for the "
+                            f"argument 'axis'. Received: axis={axis!r}")
         self.epsilon, self.rms_scaling = float(epsilon), bool(rms_scaling)
         self._init_scale_shift(center, scale, beta_initializer, gamma_initializer,
                                beta_regularizer, gamma_regularizer, beta_constraint,
@@ -281,8 +284,8 @@ class GroupNormalization(_ScaleShift, Layer):
                  gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(groups, (int, np.integer)) or (groups <= 0 and groups != -1):
-            raise ValueError(f"{self.name}: `groups` must be a positive int or -1. "
-                             f"Received: groups={groups!r}")
+            raise ValueError(f"{self.name}: Invalid argument `groups`: it must be a positive int "
+                             f"or -1. Received: groups={groups!r}")
         self.groups, self.axis, self.epsilon = int(groups), int(axis), float(epsilon)
         self._init_scale_shift(center, scale, beta_initializer, gamma_initializer,
                                beta_regularizer, gamma_regularizer, beta_constraint,
@@ -293,9 +296,15 @@ class GroupNormalization(_ScaleShift, Layer):
         channels = input_shape[axis]
         if self.groups == -1:
             self.groups = channels
+        if self.groups > channels:  # Keras's phrases, then ours
+            raise ValueError(f"{self.name}: Number of groups ({self.groups}) cannot be more than "
+                             f"the number of channels ({channels}). Received: input shape "
+                             f"{tuple(input_shape)}")
         if channels % self.groups:
             raise ValueError(f"{self.name}: groups={self.groups} must divide the {channels} "
-                             f"channels. Received: input shape {tuple(input_shape)}")
+                             f"channels (Number of groups ({self.groups}) must be a multiple of "
+                             f"the number of channels ({channels})). Received: input shape "
+                             f"{tuple(input_shape)}")
         self._build_scale_shift((channels,))
         self.input_spec = InputSpec(ndim=len(input_shape), axes={self.axis: channels})
 
@@ -345,8 +354,8 @@ class UnitNormalization(Layer):
         elif isinstance(axis, (int, np.integer)):
             self.axis = int(axis)
         else:
-            raise TypeError(f"{self.name}: `axis` must be an int or a list of ints. "
-                            f"Received: axis={axis!r}")
+            raise TypeError(f"{self.name}: Invalid value for `axis` argument: expected an int or "
+                            f"a list/tuple of ints. Received: axis={axis!r}")
 
     def call(self, inputs):
         axis = tuple(self.axis) if isinstance(self.axis, list) else self.axis
@@ -358,3 +367,35 @@ class UnitNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}
+
+
+class RMSNormalization(Layer):
+    """Root-mean-square layer normalization (Zhang & Sennrich 2019): ``x / sqrt(mean(x**2) +
+    epsilon) * scale`` over ``axis``; weight ``scale`` (ones)."""
+
+    def __init__(self, axis=-1, epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        self.axis, self.epsilon = axis, epsilon
+
+    def build(self, input_shape):
+        axes = sorted(self.axis) if isinstance(self.axis, (list, tuple)) else [self.axis]
+        self._axes = axes
+        shape = tuple(input_shape[a] for a in axes)
+        self.scale = self.add_weight(name="scale", shape=shape, initializer="ones")
+
+    def call(self, x):
+        axes = [a % x.ndim for a in self._axes]
+        scale = self.scale
+        if axes != list(range(x.ndim - len(axes), x.ndim)):  # place scale on its axes
+            shape = [1] * x.ndim
+            for a, n in zip(axes, self.scale.shape):
+                shape[a] = n
+            scale = ops.reshape(self.scale, tuple(shape))
+        ms = ops.mean(ops.square(x), axis=tuple(axes), keepdims=True)
+        return x * ops.rsqrt(ms + self.epsilon) * scale
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon}

@@ -3,12 +3,13 @@
 In Keras 3 every ``keras.ops`` function and Python operator accepts a KerasTensor and returns one,
 recorded in the functional graph. kerasrs does the same with one generic mechanism:
 
-1. Each public function of `kerasrs.ops` (and ``kerasrs.ops.nn``) is wrapped once
-   (``kerasrs/ops/__init__.py``). The wrapper runs the op; only when it raises does it ask this
-   module whether a symbolic tensor is among the arguments (`_Handler.wants`) and, if so, hands
-   the call to `symbolic_op`. Eager calls pay one Python call and never look at their arguments.
-2. Python operators on a `SymbolicTensor` call `symbolic_op` directly. A concrete Tensor on the
-   left (``tensor + symbolic``) reaches `Function.apply`, which passes a symbolic input to
+1. Each public function of `kerasrs.ops` is declared ``@op`` (`kerasrs.ops.dispatch`). Its
+   wrapper runs the op; only when it raises does it ask this module whether a symbolic tensor is
+   among the arguments (`_Handler.wants`) and, if so, hands the call to `symbolic_op`. Eager
+   calls pay one Python call and never look at their arguments.
+2. Python operators on a `SymbolicTensor` call the `kerasrs.ops` function (``x + 1`` is
+   ``ops.add(x, 1)``), so they take the same path. A concrete Tensor on the left
+   (``tensor + symbolic``) reaches `Function.apply`, which passes a symbolic input to
    `_function_hook`.
 3. `symbolic_op` creates an `OpLayer`: a weightless layer whose class is named after the op, as
    Keras names its op classes (``Add``, ``GetItem``, ``Sum``...), and whose name is the snake
@@ -33,13 +34,13 @@ the op ``Add`` from the merging layer ``Add``. Masks do not pass through ops.
 """
 
 import inspect
-import sys
 
 import numpy as np
 
 from kerasrs import autodiff, ops
 from kerasrs import backend as backend_module
 from kerasrs.layers import base, node
+from kerasrs.ops import dispatch
 
 _CLASS_NAMES = {"getitem": "GetItem"}  # Keras's class names where CamelCase(name) differs
 # Keras's module of each op class (``keras.src.ops.<family>``); the rest are in "numpy"
@@ -193,8 +194,9 @@ def op_class_from_keras(class_name, module=""):
 
 
 def raw_op(op_name):
+    """The plain function of the op ``op_name`` (its ``@op`` wrapper's ``__wrapped__``)."""
     fn = getattr(ops, op_name)
-    return getattr(fn, "_kerasrs_op", fn)
+    return getattr(fn, "__wrapped__", fn)
 
 
 # -- recording an op call -------------------------------------------------------------------------
@@ -241,7 +243,7 @@ def symbolic_op(fn, args, kwargs):
         raise error from e
 
 
-_CALL_PARAMS = ops._TENSOR_PARAMS | {"key"}  # parameters Keras's op classes take in call()
+_CALL_PARAMS = dispatch.TENSOR_PARAMS | {"key"}  # parameters Keras's op classes take in call()
 
 
 def _split_arguments(fn, args, kwargs):
@@ -279,17 +281,8 @@ def _same(value, default):
         value, (bool, int, float, str, tuple)) and value == default)
 
 
-def _wrapper_depth():
-    """How many `kerasrs.ops` wrappers are running now (frames up the stack)."""
-    depth, frame, codes = 0, sys._getframe(1), ops._WRAPPER_CODES
-    while frame is not None:
-        depth += frame.f_code in codes
-        frame = frame.f_back
-    return depth
-
-
 class _Handler:
-    """What the `kerasrs.ops` wrappers call when an op raised (see kerasrs/ops/__init__.py)."""
+    """What the `kerasrs.ops` wrappers call when an op raised (see `kerasrs.ops.dispatch`)."""
 
     @staticmethod
     def wants(args, kwargs):
@@ -297,7 +290,7 @@ class _Handler:
 
     @staticmethod
     def call(fn, args, kwargs):
-        if _wrapper_depth() > 1:  # an op called inside another op: the outermost one records
+        if dispatch.depth() > 1:  # an op called inside another op: the outermost one records
             raise SymbolicInput(f"{fn.__name__}: a symbolic tensor reached an op inside another "
                                 "op; the outer op records the node.")
         return symbolic_op(fn, args, kwargs)
@@ -312,14 +305,14 @@ def _function_hook(function, inputs):
     (``tensor + symbolic``) records the op; inside an op wrapper, that wrapper records it."""
     op_name = _FUNCTION_OPS.get(type(function).__name__) \
         if type(function).__module__ == "kerasrs.ops.core" else None
-    if _wrapper_depth() > 0 or op_name is None:
+    if dispatch.depth() > 0 or op_name is None:
         raise SymbolicInput(f"{function._name()}: a symbolic tensor (from layers.Input) has no "
                             "values. Apply kerasrs.ops functions or layers to it. Received: "
                             f"inputs {inputs!r}")
     return symbolic_op(raw_op(op_name), inputs, {})
 
 
-ops._dispatch.handler = _Handler
+dispatch.handler = _Handler
 autodiff.symbolic_hook[0] = _function_hook
 
 

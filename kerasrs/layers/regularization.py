@@ -4,7 +4,7 @@ only with ``training=True``; otherwise they return their input."""
 
 import numpy as np
 
-from kerasrs import ops
+from kerasrs import ops, regularizers
 from kerasrs.backend import settings
 from kerasrs.layers.base import Layer
 from kerasrs.layers.core import Dropout, resolve_noise_shape
@@ -20,9 +20,10 @@ class _Noise(Layer):
         super().__init__(**kwargs)
         if not isinstance(rate, (int, float)) or not 0 <= rate < (1 if arg == "rate" else
                                                                     float("inf")):
-            bound = "[0, 1)" if arg == "rate" else ">= 0"
-            raise ValueError(f"{self.name}: `{arg}` must be a number {bound}. Received: "
-                             f"{arg}={rate!r}")
+            expected = "a float value between 0 and 1 (1 excluded)" if arg == "rate" else \
+                "a float value >= 0"
+            raise ValueError(f"{self.name}: Invalid value received for argument `{arg}`. "
+                             f"Expected {expected}. Received: {arg}={rate!r}")
         self._value, self._arg, self.seed = float(rate), arg, seed
         self._generators = {}
 
@@ -156,8 +157,6 @@ class ActivityRegularization(Layer):
     supports_masking = True
 
     def __init__(self, l1=0.0, l2=0.0, **kwargs):
-        from kerasrs import regularizers
-
         super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
         self.l1, self.l2 = float(l1), float(l2)
 

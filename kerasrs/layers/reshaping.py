@@ -51,9 +51,13 @@ class Reshape(Layer):
         self.target_shape = tuple(target_shape)
         bad = [d for d in self.target_shape if not isinstance(d, (int, np.integer)) or d == 0
                or d < -1]
-        if sum(d == -1 for d in self.target_shape) > 1 or bad:
-            raise ValueError(f"{self.name}: `target_shape` must be positive ints with at most one "
-                             f"-1. Received: target_shape={target_shape!r}")
+        if bad:
+            raise ValueError(f"{self.name}: each `target_shape` entry must be a non-negative "
+                             f"integer (kerasrs: nonzero) or -1 for one unknown dimension. "
+                             f"Received: target_shape={target_shape!r}")
+        if sum(d == -1 for d in self.target_shape) > 1:
+            raise ValueError(f"{self.name}: `target_shape` may have at most one unknown dimension "
+                             f"(-1). Received: target_shape={target_shape!r}")
 
     def _resolve(self, input_shape):
         size = _prod(input_shape[1:])
@@ -85,8 +89,9 @@ class Permute(Layer):
         super().__init__(**kwargs)
         self.dims = tuple(dims)
         if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
-            raise ValueError(f"{self.name}: `dims` must be a permutation of 1..{len(self.dims)} "
-                             f"(the batch axis 0 is excluded). Received: dims={dims!r}")
+            raise ValueError(f"{self.name}: Invalid permutation argument `dims`: it must be a "
+                             f"permutation of 1..{len(self.dims)} (the batch axis 0 is "
+                             f"excluded). Received: dims={dims!r}")
         self.input_spec = InputSpec(ndim=len(self.dims) + 1)
 
     def call(self, inputs):
@@ -104,8 +109,10 @@ class RepeatVector(Layer):
 
     def __init__(self, n, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(n, (int, np.integer)) or n <= 0:
-            raise ValueError(f"{self.name}: `n` must be a positive int. Received: n={n!r}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"{self.name}: Expected an integer value for `n`. Received: n={n!r}")
+        if n <= 0:
+            raise ValueError(f"{self.name}: `n` should be a positive integer. Received: n={n!r}")
         self.n = int(n)
         self.input_spec = InputSpec(ndim=2)
 

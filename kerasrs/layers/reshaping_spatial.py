@@ -113,7 +113,11 @@ class UpSampling1D(_UpSampling):
 
     def __init__(self, size=2, **kwargs):
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-            raise TypeError(f"UpSampling1D: `size` must be an int. Received: size={size!r}")
+            raise TypeError(f"UpSampling1D: Expected an integer value for `size` (an int). "
+                            f"Received: size={size!r}")
+        if size <= 0:
+            raise ValueError(f"UpSampling1D: `size` should be a positive integer. "
+                             f"Received: size={size!r}")
         super().__init__(size, **kwargs)
 
     def get_config(self):
@@ -221,6 +225,10 @@ class _Cropping(Layer):
 
     rank = 1
 
+    # Keras's phrase, for code that matches on it
+    _too_large = ("Values in `cropping` argument should be smaller than the corresponding "
+                  "spatial dimension of the input:")
+
     def __init__(self, cropping, data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.cropping = _pairs(cropping, self.rank, "cropping", self.name)
@@ -231,8 +239,8 @@ class _Cropping(Layer):
         conv.check_rank(self, input_shape, self.rank)
         for axis, (a, b) in zip(_spatial_axes(self.rank, self.data_format), self.cropping):
             if input_shape[axis] is not None and a + b >= input_shape[axis]:
-                raise ValueError(f"{self.name}: cropping {self.cropping} leaves nothing of "
-                                 f"axis {axis} (size {input_shape[axis]}). "
+                raise ValueError(f"{self.name}: {self._too_large} cropping {self.cropping} "
+                                 f"leaves nothing of axis {axis} (size {input_shape[axis]}). "
                                  f"Received: input shape {tuple(input_shape)}")
 
     def build(self, input_shape):
@@ -266,6 +274,9 @@ class Cropping1D(_Cropping):
         >>> Cropping1D((1, 2))(np.arange(5, dtype="float32").reshape(1, 5, 1)).numpy().ravel()
         array([1., 2.], dtype=float32)
     """
+
+    _too_large = ("`cropping` parameter of `Cropping1D` layer must be smaller than the input "
+                  "length:")
 
     def __init__(self, cropping=(1, 1), **kwargs):
         if not isinstance(cropping, (int, np.integer)):

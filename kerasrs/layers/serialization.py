@@ -6,7 +6,13 @@ accepts that and the legacy ``{"class_name", "config"}`` form. Classes are found
 every `Layer` subclass defined so far (built-in and user-defined), or in ``custom_objects``.
 """
 
-from kerasrs.layers import base
+from kerasrs import registry
+from kerasrs.layers import base, op_layer
+
+# Names that always mean a kerasrs model class, whatever else is called so (Keras 2 wrote
+# "Model" for a functional model). kerasrs.models.functional adds `Functional` under both names:
+# models sit above layers, so this module cannot import it.
+MODEL_CLASSES = {}
 
 
 def serialize(layer):
@@ -28,10 +34,8 @@ def lookup(class_name, custom_objects=None):
     """
     if custom_objects and class_name in custom_objects:
         return custom_objects[class_name]
-    if class_name in ("Model", "Functional"):
-        from kerasrs.models import functional
-
-        return functional.Functional
+    if class_name in MODEL_CLASSES:
+        return MODEL_CLASSES[class_name]
     cls = base._LAYER_CLASSES.get(class_name)
     if cls is None:
         raise ValueError(f"Unknown layer class {class_name!r}. Pass it in custom_objects="
@@ -42,8 +46,6 @@ def lookup(class_name, custom_objects=None):
 
 def deserialize(config, custom_objects=None):
     """A new layer (unbuilt, unless the config has a ``build_config``) from `serialize`'s dict."""
-    from kerasrs.layers import op_layer
-
     if op_layer.is_op_config(config) and not (custom_objects and
                                                config["class_name"] in custom_objects):
         cls = op_layer.op_class_from_keras(config["class_name"], config.get("module"))
@@ -66,3 +68,33 @@ def get(identifier, custom_objects=None):
     if isinstance(identifier, dict):
         return deserialize(identifier, custom_objects)
     raise ValueError(f"layers.get: expected a Layer or a config dict. Received: {identifier!r}")
+
+
+def fix_registered_names(config, root):
+    """Give each layer entry of a serialized layer/model the registered name (and module) of
+    its class when that class was registered with `register_keras_serializable`."""
+    if not registry.any_registered():
+        return config
+    by_name = {layer.name: layer for layer in root._flatten_layers()}
+
+    def visit(value):
+        if isinstance(value, list):
+            for v in value:
+                visit(v)
+        elif isinstance(value, dict):
+            inner = value.get("config")
+            if "class_name" in value and isinstance(inner, dict):
+                layer = by_name.get(inner.get("name"))
+                key = registry.registered_key(type(layer))
+                if layer is not None and key and type(layer).__name__ == value["class_name"]:
+                    value["registered_name"] = key
+                    value["module"] = type(layer).__module__
+            for v in value.values():
+                visit(v)
+
+    visit(config)
+    return config
+
+
+registry.register_kind(base.Layer, lambda layer: fix_registered_names(serialize(layer), layer),
+                       strict=True)

@@ -5,7 +5,9 @@ Functions (``mean_squared_error(y_true, y_pred)``, ...) return one value per sam
 differentiable with respect to ``y_pred``.
 """
 
+from kerasrs import registry
 from kerasrs.losses.base import Loss, LossFunctionWrapper, reduce_weighted_values  # noqa: F401
+from kerasrs.losses.ctc import CTC, ctc
 from kerasrs.losses.hinge import (
     CategoricalHinge,
     Hinge,
@@ -14,14 +16,22 @@ from kerasrs.losses.hinge import (
     hinge,
     squared_hinge,
 )
+from kerasrs.losses.metric_learning import Circle, circle
+from kerasrs.losses.overlap import Dice, Tversky, dice, tversky
 from kerasrs.losses.probabilistic import (
     BinaryCrossentropy,
+    BinaryFocalCrossentropy,
     CategoricalCrossentropy,
+    CategoricalFocalCrossentropy,
+    CategoricalGeneralizedCrossEntropy,
     KLDivergence,
     Poisson,
     SparseCategoricalCrossentropy,
     binary_crossentropy,
+    binary_focal_crossentropy,
     categorical_crossentropy,
+    categorical_focal_crossentropy,
+    categorical_generalized_cross_entropy,
     kl_divergence,
     poisson,
     sparse_categorical_crossentropy,
@@ -41,23 +51,6 @@ from kerasrs.losses.regression import (
     mean_absolute_percentage_error,
     mean_squared_error,
     mean_squared_logarithmic_error,
-)
-
-from kerasrs.losses.extra import (  # noqa: E402
-    CTC,
-    BinaryFocalCrossentropy,
-    CategoricalFocalCrossentropy,
-    CategoricalGeneralizedCrossEntropy,
-    Circle,
-    Dice,
-    Tversky,
-    binary_focal_crossentropy,
-    categorical_focal_crossentropy,
-    categorical_generalized_cross_entropy,
-    circle,
-    ctc,
-    dice,
-    tversky,
 )
 
 # The class for each function, so a function name or object becomes a configurable Loss.
@@ -152,3 +145,6 @@ def get(identifier):
 
 __all__ = ["Loss", "LossFunctionWrapper", "get", "serialize", "deserialize"] + \
     [fn.__name__ for fn in FUNCTION_CLASSES] + [cls.__name__ for cls in ALL_OBJECTS]
+
+registry.register_kind(Loss, serialize)
+registry.register_functions("keras.losses", _BY_NAME)

@@ -204,6 +204,27 @@ class LossFunctionWrapper(Loss):
                f"kwargs={self._fn_kwargs})>"
 
 
+def loss_class(class_name, fn, default_name, params, doc, module):
+    """A `LossFunctionWrapper` subclass ``class_name(*params, reduction=..., name=default_name,
+    dtype=None)`` around ``fn``, whose constructor takes ``params`` (name -> default,
+    positionally in that order or by keyword) and keeps each as an attribute."""
+    def __init__(self, *args, reduction="sum_over_batch_size", name=default_name, dtype=None,
+                 **kwargs):
+        values = dict(params)
+        values.update(zip(params, args))
+        unknown = set(kwargs) - set(params)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unexpected arguments {sorted(unknown)}")
+        values.update(kwargs)
+        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name, dtype=dtype,
+                                     **values)
+        for key, value in values.items():
+            setattr(self, key, value)
+
+    return type(class_name, (LossFunctionWrapper,), {
+        "__init__": __init__, "__doc__": doc, "__module__": module, "__qualname__": class_name})
+
+
 def combine_masks(own, carried, values, who):
     """The boolean backend array masking ``values``: the values' own mask and the mask carried
     by ``y_pred`` (trailing size-1 axes dropped or broadcast to ``values``), or None.

@@ -1,10 +1,13 @@
-"""Probabilistic losses: binary, categorical and sparse cross-entropy, KL divergence, Poisson.
+"""Probabilistic losses: binary, categorical and sparse cross-entropy, their focal (Lin et al.
+2017) and generalized (Zhang & Sabuncu 2018) variants, KL divergence, Poisson.
 
 The cross-entropies are Keras 3's, built on `kerasrs.ops`'s stable kernels: with
 ``from_logits=True`` they are finite for logits of any size (C06); on probabilities they clip to
 ``[1e-7, 1 - 1e-7]``, so exact 0 and 1 give finite values and gradients (C08). Values are in
 nats, one per sample (the class axis is reduced).
 """
+
+import numpy as np
 
 from kerasrs import ops
 from kerasrs.losses import base
@@ -125,6 +128,47 @@ def poisson(y_true, y_pred):
     return ops.mean(y_pred - y_true * ops.log(y_pred + EPSILON), axis=-1)
 
 
+def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing=False, alpha=0.25,
+                              gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1):
+    """Focal loss (Lin et al. 2017, eq. 4-5): ``(1 - p_t)**gamma * bce``, optionally weighted by
+    ``alpha`` for positives and ``1 - alpha`` for negatives; averaged over ``axis``."""
+    y_true, y_pred = base.prepare(y_true, y_pred)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    if from_logits:
+        y_pred = ops.sigmoid(y_pred)
+    bce = ops.binary_crossentropy(y_true, y_pred)
+    p_t = y_true * y_pred + (1 - y_true) * (1 - y_pred)
+    focal = ops.power(1.0 - p_t, gamma) * bce
+    if apply_class_balancing:
+        focal = (y_true * alpha + (1 - y_true) * (1 - alpha)) * focal
+    return ops.mean(focal, axis=axis)
+
+
+def categorical_focal_crossentropy(y_true, y_pred, alpha=0.25, gamma=2.0, from_logits=False,
+                                   label_smoothing=0.0, axis=-1):
+    """Categorical focal loss: ``sum(alpha * (1 - p)**gamma * -y log p, axis)`` with ``p`` the
+    renormalized, clipped probabilities (Lin et al. 2017)."""
+    y_true, y_pred = base.prepare(y_true, y_pred)
+    if label_smoothing:
+        y_true = y_true * (1.0 - label_smoothing) + label_smoothing / y_true.shape[-1]
+    if from_logits:
+        y_pred = ops.softmax(y_pred, axis=axis)
+    p = ops.clip(y_pred / ops.sum(y_pred, axis=axis, keepdims=True), EPSILON, 1.0 - EPSILON)
+    return ops.sum(alpha * ops.power(1.0 - p, gamma) * (-y_true * ops.log(p)), axis=axis)
+
+
+def categorical_generalized_cross_entropy(y_true, y_pred, q):
+    """Generalized cross-entropy (Zhang & Sabuncu 2018, eq. 6): ``(1 - p**q) / q`` with ``p``
+    the predicted probability of the integer class ``y_true``."""
+    y_pred = base.float_tensor(y_pred)
+    ids = np.asarray(ops.convert_to_numpy(y_true)).astype("int64").reshape(-1)
+    onehot = np.eye(y_pred.shape[-1], dtype=y_pred.dtype)[ids]
+    p = ops.sum(y_pred * onehot, axis=-1)
+    return (1 - ops.power(p, q)) / q
+
+
+
 class BinaryCrossentropy(base.LossFunctionWrapper):
     """`binary_crossentropy` as a `Loss`.
 
@@ -179,3 +223,30 @@ class Poisson(base.LossFunctionWrapper):
 
     def __init__(self, reduction="sum_over_batch_size", name="poisson", dtype=None):
         super().__init__(poisson, reduction=reduction, name=name, dtype=dtype)
+
+
+BinaryFocalCrossentropy = base.loss_class(
+    "BinaryFocalCrossentropy", binary_focal_crossentropy, "binary_focal_crossentropy",
+    {"apply_class_balancing": False, "alpha": 0.25, "gamma": 2.0, "from_logits": False,
+     "label_smoothing": 0.0, "axis": -1}, "`binary_focal_crossentropy` as a `Loss`.", __name__)
+CategoricalFocalCrossentropy = base.loss_class(
+    "CategoricalFocalCrossentropy", categorical_focal_crossentropy,
+    "categorical_focal_crossentropy", {"alpha": 0.25, "gamma": 2.0, "from_logits": False,
+                                       "label_smoothing": 0.0, "axis": -1},
+    "`categorical_focal_crossentropy` as a `Loss`.", __name__)
+
+
+class CategoricalGeneralizedCrossEntropy(base.LossFunctionWrapper):
+    """`categorical_generalized_cross_entropy` as a `Loss`; ``q`` in (0, 1).
+
+    Raises:
+        ValueError: for ``q`` outside (0, 1).
+    """
+
+    def __init__(self, q=0.5, reduction="sum_over_batch_size",
+                 name="categorical_generalized_cross_entropy", dtype=None):
+        if not 0 < q < 1:
+            raise ValueError(f"{name}: q must be in the interval (0, 1). Received: q={q}")
+        super().__init__(categorical_generalized_cross_entropy, reduction=reduction, name=name,
+                         dtype=dtype, q=q)
+        self.q = q

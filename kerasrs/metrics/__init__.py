@@ -6,6 +6,8 @@ results do not depend on how the data was batched.
 """
 
 from kerasrs import losses as losses_module
+from kerasrs import registry
+from kerasrs.metrics import reduction
 from kerasrs.metrics.accuracy_metrics import (
     Accuracy,
     BinaryAccuracy,
@@ -23,7 +25,7 @@ from kerasrs.metrics.accuracy_metrics import (
 from kerasrs.metrics.auc import AUC
 from kerasrs.metrics.base import Metric
 from kerasrs.metrics.confusion import Precision, Recall
-from kerasrs.metrics.reduction import Mean, MeanMetricWrapper, Sum
+from kerasrs.metrics.reduction import Mean, MeanMetricWrapper, Sum, lookup_function
 from kerasrs.metrics.regression import (
     MeanAbsoluteError,
     MeanSquaredError,
@@ -76,24 +78,11 @@ _METRIC_NAMES = {
     "mean_squared_logarithmic_error": MeanSquaredLogarithmicError,
     "cosine_similarity": CosineSimilarity, "r2_score": R2Score, "f1_score": F1Score,
 }
-_FUNCTIONS = {fn.__name__: fn for fn in (
+_FUNCTIONS = reduction.FUNCTIONS  # the table `lookup_function` reads first
+_FUNCTIONS.update({fn.__name__: fn for fn in (
     accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy,
     top_k_categorical_accuracy, sparse_top_k_categorical_accuracy, mean_squared_error,
-    mean_absolute_error, pearson_correlation, concordance_correlation)}
-
-
-def lookup_function(name):
-    """A per-sample function by name: a metric function first, then a loss function or alias.
-
-    Raises:
-        ValueError: for an unknown name.
-    """
-    if name in _FUNCTIONS:
-        return _FUNCTIONS[name]
-    fn = losses_module._BY_NAME.get(name) or losses_module._BY_NAME.get(name.lower())
-    if fn is None:
-        raise ValueError(f"metrics: unknown metric function {name!r}. Received: {name!r}")
-    return fn
+    mean_absolute_error, pearson_correlation, concordance_correlation)})
 
 
 def serialize(metric):
@@ -225,3 +214,6 @@ __all__ = ["Metric", "MeanMetricWrapper", "get", "resolve", "serialize", "deseri
         "categorical_focal_crossentropy", "categorical_hinge", "hinge", "huber", "kl_divergence",
         "log_cosh", "mean_absolute_percentage_error", "mean_squared_logarithmic_error",
         "poisson", "sparse_categorical_crossentropy", "squared_hinge"]
+
+registry.register_kind(Metric, serialize)
+registry.register_functions("keras.metrics", _FUNCTIONS)

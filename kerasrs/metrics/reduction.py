@@ -6,8 +6,27 @@ split into batches (behaviour case C02): a last batch of 1 sample counts 1, not 
 full batch.
 """
 
-from kerasrs import autodiff
+from kerasrs import autodiff, losses
 from kerasrs.metrics import base
+
+# The per-sample metric functions by name (``accuracy``, ``mean_absolute_error``, ...) that
+# `lookup_function` finds first; kerasrs.metrics fills it once it has imported their modules
+# (which import this one).
+FUNCTIONS = {}
+
+
+def lookup_function(name):
+    """A per-sample function by name: a metric function first, then a loss function or alias.
+
+    Raises:
+        ValueError: for an unknown name.
+    """
+    if name in FUNCTIONS:
+        return FUNCTIONS[name]
+    fn = losses._BY_NAME.get(name) or losses._BY_NAME.get(name.lower())
+    if fn is None:
+        raise ValueError(f"metrics: unknown metric function {name!r}. Received: {name!r}")
+    return fn
 
 
 def reduce_to_samplewise(values, sample_weight):
@@ -128,11 +147,9 @@ class MeanMetricWrapper(Mean):
 
     @classmethod
     def from_config(cls, config):
-        from kerasrs import metrics
-
         config = dict(config)
         fn = config.pop("fn")
-        return cls(metrics.lookup_function(fn) if isinstance(fn, str) else fn, **config)
+        return cls(lookup_function(fn) if isinstance(fn, str) else fn, **config)
 
 
 class FunctionMean(MeanMetricWrapper):

@@ -14,8 +14,10 @@ from kerasrs.layers import serialization
 from kerasrs.layers.base import Layer
 from kerasrs.layers.input_layer import InputLayer
 from kerasrs.layers.node import SymbolicTensor, map_structure
-from kerasrs.models import trainer
+from kerasrs.models import functional_config
 from kerasrs.models.model import Model
+from kerasrs.saving import weights_h5
+from kerasrs.trainers import trainer
 
 
 class Functional(Model):
@@ -153,13 +155,16 @@ class Functional(Model):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """Rebuild the graph: create every layer, then replay the inbound nodes in order."""
-        from kerasrs.models.functional_config import rebuild
-
-        inputs, outputs = rebuild(config, custom_objects)
+        inputs, outputs = functional_config.rebuild(config, custom_objects)
         return cls(inputs, outputs, name=config.get("name"),
                    trainable=config.get("trainable", True))
 
     _from_config_takes_custom_objects = True
+
+
+Model._functional_class = Functional
+serialization.MODEL_CLASSES.update(Model=Functional, Functional=Functional)
+weights_h5.register_model_class(Functional, graph=True)
 
 
 def check_input(model_name, index, spec, x):

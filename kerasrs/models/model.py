@@ -13,13 +13,17 @@ A subclass can also be built like a functional model, ``MyModel(inputs, outputs)
 subclass's bases, so the model is a ``MyModel`` and a `Functional` at once.
 """
 
+import inspect
+
 import numpy as np
 
-from kerasrs import autodiff
+from kerasrs import autodiff, distribution, saving
 from kerasrs.layers import base as base_layer
 from kerasrs.layers.base import Layer
+from kerasrs.models import functional_config
 from kerasrs.models import summary as summary_module
-from kerasrs.models import trainer
+from kerasrs.saving import weights_h5
+from kerasrs.trainers import trainer
 
 
 class Model(trainer.Trainer, Layer):
@@ -38,19 +42,19 @@ class Model(trainer.Trainer, Layer):
         stop_training: set to True (e.g. from a callback) to end ``fit`` after this epoch.
     """
 
+    # `Functional` subclasses `Model`, so this module cannot import it: kerasrs.models.functional
+    # sets it here when the class is defined (kerasrs.models imports both).
+    _functional_class = None
+
     def __new__(cls, *args, **kwargs):
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
-            from kerasrs.models.functional import Functional
-
-            return object.__new__(Functional)
+            return object.__new__(Model._functional_class)
         return Layer.__new__(cls, *args, **kwargs)
 
     def __init__(self, *args, **kwargs):
         if _functional_init_arguments(args, kwargs):
-            from kerasrs.models.functional import Functional
-
             _inject_functional_model_class(type(self))
-            Functional.__init__(self, *args, **kwargs)
+            Model._functional_class.__init__(self, *args, **kwargs)
             return
         if args:
             raise TypeError(f"{type(self).__name__}: a subclassed Model takes keyword arguments "
@@ -102,11 +106,9 @@ class Model(trainer.Trainer, Layer):
         """A first eager call of a subclassed model builds its sublayers as they are called,
         unless the subclass defines its own ``build``."""
         if type(self).build is Model.build:
-            self.built = True
-            from kerasrs.layers import base  # the first call's shapes, for saving (as Keras)
-
+            self.built = True  # the first call's shapes are kept for saving (as Keras)
             self._build_shapes = {"input_shape": summary_module.shape_to_list(
-                base._shape_of(args[0]))}
+                base_layer._shape_of(args[0]))}
         else:
             Layer._build_from_call(self, args, kwargs)
 
@@ -124,7 +126,8 @@ class Model(trainer.Trainer, Layer):
             positions, layer_range: accepted for Keras compatibility (ignored).
         """
         summary_module.print_summary(self, line_length=line_length, print_fn=print_fn,
-                                     expand_nested=expand_nested, show_trainable=show_trainable)
+                                     expand_nested=expand_nested, show_trainable=show_trainable,
+                                     model_class=Model)
 
     def get_config(self):
         """Subclassed models: the base config (override to add your constructor arguments)."""
@@ -141,9 +144,7 @@ class Model(trainer.Trainer, Layer):
         """
         if "input_layers" in config and "output_layers" in config and \
                 _revivable_as_functional(cls):
-            from kerasrs.models.functional_config import rebuild
-
-            inputs, outputs = rebuild(config, custom_objects)
+            inputs, outputs = functional_config.rebuild(config, custom_objects)
             return cls(inputs, outputs, name=config.get("name"),
                        trainable=config.get("trainable", True))
         try:
@@ -155,13 +156,11 @@ class Model(trainer.Trainer, Layer):
 
     _from_config_takes_custom_objects = True
 
-    # -- saving: implemented in kerasrs.saving (imported here lazily: saving sits above models) --
+    # -- saving: implemented in kerasrs.saving ---------------------------------------------------
     def save(self, filepath, overwrite=True, **kwargs):
         """Save architecture, weights, compile settings and optimizer state to ``.keras`` or
         ``.h5`` (see `kerasrs.saving.save_model`). Under a `kerasrs.distribution.DataParallel`
         only rank 0 writes (the processes hold the same weights)."""
-        from kerasrs import distribution, saving
-
         if not distribution.for_fit().is_chief:
             return
         saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
@@ -169,8 +168,6 @@ class Model(trainer.Trainer, Layer):
     def save_weights(self, filepath, overwrite=True):
         """Save the weights to a Keras 3 ``.weights.h5`` file (`kerasrs.saving.save_weights`);
         only rank 0 writes under a `kerasrs.distribution.DataParallel`."""
-        from kerasrs import distribution, saving
-
         if not distribution.for_fit().is_chief:
             return
         saving.save_weights(self, filepath, overwrite=overwrite)
@@ -178,15 +175,11 @@ class Model(trainer.Trainer, Layer):
     def load_weights(self, filepath, skip_mismatch=False, by_name=False, **kwargs):
         """Load weights from a ``.weights.h5``, ``.keras`` or legacy ``.h5`` file
         (`kerasrs.saving.load_weights`)."""
-        from kerasrs import saving
-
         saving.load_weights(self, filepath, skip_mismatch=skip_mismatch, by_name=by_name,
                             **kwargs)
 
     def to_json(self, **kwargs):
         """The Keras 3 model config as a JSON string (`kerasrs.models.model_from_json`)."""
-        from kerasrs import saving
-
         return saving.to_json(self, **kwargs)
 
 
@@ -200,11 +193,10 @@ def _inject_functional_model_class(cls):
     """Replace `Model` by `Functional` among the bases of ``cls`` and of its `Model` bases (Keras
     3's ``inject_functional_model_class``); classes outside the Model hierarchy are left alone.
     Returns the class to use in place of ``cls``."""
-    from kerasrs.models.functional import Functional
-
+    functional = Model._functional_class
     if cls is Model:
-        return Functional
-    if not isinstance(cls, type) or not issubclass(cls, Model) or issubclass(cls, Functional):
+        return functional
+    if not isinstance(cls, type) or not issubclass(cls, Model) or issubclass(cls, functional):
         return cls
     bases = tuple(_inject_functional_model_class(base) for base in cls.__bases__)
     if bases != cls.__bases__:
@@ -215,14 +207,11 @@ def _inject_functional_model_class(cls):
 def _revivable_as_functional(cls):
     """Whether ``cls(inputs, outputs, name=..., trainable=...)`` can rebuild a functional config
     (Keras's rule: `Model`/`Functional`, the functional signature, or ``(*args, **kwargs)``)."""
-    import inspect
-
-    from kerasrs.models.functional import Functional
-
-    if cls in (Model, Functional):
+    functional = Model._functional_class
+    if cls in (Model, functional):
         return True
     spec = inspect.getfullargspec(cls.__init__)
-    functional_args = inspect.getfullargspec(Functional.__init__).args[1:]
+    functional_args = inspect.getfullargspec(functional.__init__).args[1:]
     return spec.args[1:] == functional_args or (spec.varargs is not None
                                                 and spec.varkw is not None)
 
@@ -236,3 +225,4 @@ def _zeros_like_shape(shape, dtype):
 
 
 base_layer._BASE_GET_CONFIGS.add(Model.get_config)
+weights_h5.register_model_class(Model)

@@ -7,6 +7,7 @@ from kerasrs.layers.input_layer import InputLayer
 from kerasrs.layers.node import SymbolicTensor
 from kerasrs.models import functional
 from kerasrs.models.model import Model
+from kerasrs.saving import weights_h5
 
 
 class Sequential(Model):
@@ -202,3 +203,6 @@ class Sequential(Model):
         return model
 
     _from_config_takes_custom_objects = True
+
+
+weights_h5.register_model_class(Sequential, graph=True)

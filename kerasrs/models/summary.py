@@ -57,10 +57,9 @@ def _connected_to(layer, model):
     return parts or ["-"]
 
 
-def _rows(model, functional, show_trainable, expand_nested, prefix=""):
-    """One row per layer: name (type), output shape, params, [connected to], [trainable]."""
-    from kerasrs.models.model import Model
-
+def _rows(model, functional, show_trainable, expand_nested, model_class, prefix=""):
+    """One row per layer: name (type), output shape, params, [connected to], [trainable];
+    the layers of nested models (instances of ``model_class``) below theirs when asked."""
     rows = []
     for layer in model.layers:
         row = [f"{prefix}{layer.name} ({type(layer).__name__})",
@@ -71,18 +70,18 @@ def _rows(model, functional, show_trainable, expand_nested, prefix=""):
         if show_trainable:
             row.append("Y" if layer.trainable else "N")
         rows.append(row)
-        if expand_nested and isinstance(layer, Model):
-            inner = hasattr(layer, "_node_set") and not _is_sequential_like(layer)
-            for sub in _rows(layer, inner, show_trainable, expand_nested, prefix + " └ "):
+        if expand_nested and model_class is not None and isinstance(layer, model_class):
+            inner = _is_graph(layer)
+            for sub in _rows(layer, inner, show_trainable, expand_nested, model_class,
+                             prefix + " └ "):
                 rows.append(sub[:3] + (["-"] if functional else []) +
                             sub[(4 if inner else 3):])
     return rows
 
 
-def _is_sequential_like(model):
-    from kerasrs.models.sequential import Sequential
-
-    return isinstance(model, Sequential) or not hasattr(model, "_node_set")
+def _is_graph(model):
+    """Whether ``model`` is functional (Sequential and subclassed models have no node set)."""
+    return hasattr(model, "_node_set")
 
 
 def _table(header, rows, widths, align):
@@ -117,9 +116,10 @@ def _wrap(text, width):
 
 
 def print_summary(model, line_length=None, print_fn=None, expand_nested=False,
-                  show_trainable=False):
-    """Print ``model``'s summary (see `Model.summary`), one ``print_fn`` call per line."""
-    functional = hasattr(model, "_node_set") and not _is_sequential_like(model)
+                  show_trainable=False, model_class=None):
+    """Print ``model``'s summary (see `Model.summary`), one ``print_fn`` call per line;
+    ``expand_nested`` opens the layers that are instances of ``model_class``."""
+    functional = _is_graph(model)
     if functional:
         header, positions = ["Layer (type)", "Output Shape", "Param #", "Connected to"], \
             [0.3, 0.56, 0.74, 1.0]
@@ -133,7 +133,7 @@ def print_summary(model, line_length=None, print_fn=None, expand_nested=False,
     length = line_length or default_length
     bounds = [0] + [int(p * length) for p in positions]
     widths = [max(b - a - 3, 6) for a, b in zip(bounds, bounds[1:])]
-    rows = _rows(model, functional, show_trainable, expand_nested)
+    rows = _rows(model, functional, show_trainable, expand_nested, model_class)
     lines = [f'Model: "{model.name}"'] + _table(header, rows, widths, align)
     if model.built:
         total, total_bytes = _weights_size(model.weights)

@@ -19,6 +19,9 @@ import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
 from kerasrs.ops import core
+from kerasrs.ops.activations import softmax
+from kerasrs.ops.dispatch import op
+from kerasrs.ops.layout import transpose
 
 
 def large_negative(dtype):
@@ -209,6 +212,7 @@ def causal_mask(q_len, k_len, xp=np):
     return xp.tril(xp.ones((q_len, k_len), dtype=bool))[None, None]
 
 
+@op
 def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, is_causal=False,
                           flash_attention=None, attn_logits_soft_cap=None):
     """Scaled dot-product attention, Keras's ``keras.ops.dot_product_attention``.
@@ -249,20 +253,15 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, i
 
 def _composed(q, k, v, bias, mask, scale):
     """The same computation as `_Attention`, composed of ops (for a learned ``bias``)."""
-    from kerasrs import ops
-
     xp = q.backend.xp
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    s = ops.matmul(ops.transpose(q, (0, 2, 1, 3)), ops.transpose(k, (0, 2, 3, 1)))
-    s = ops.add(ops.multiply(s, scale), bias)
+    s = core.matmul(transpose(q, (0, 2, 1, 3)), transpose(k, (0, 2, 3, 1)))
+    s = core.add(core.multiply(s, scale), bias)
     if mask is None:
-        p = ops.softmax(s, axis=-1)
+        p = softmax(s, axis=-1)
     else:
         m = xp.asarray(core.raw(mask)).astype(bool)
-        s = ops.add(s, core.constant(xp.where(m, 0.0, large_negative(s.dtype)).astype(s.dtype),
-                                     q.backend))
-        p = ops.multiply(ops.softmax(s, axis=-1), core.constant(m.astype(s.dtype), q.backend))
-    return ops.transpose(ops.matmul(p, ops.transpose(v, (0, 2, 1, 3))), (0, 2, 1, 3))
-
-
-__all__ = ["dot_product_attention"]
+        s = core.add(s, core.constant(xp.where(m, 0.0, large_negative(s.dtype)).astype(s.dtype),
+                                      q.backend))
+        p = core.multiply(softmax(s, axis=-1), core.constant(m.astype(s.dtype), q.backend))
+    return transpose(core.matmul(p, transpose(v, (0, 2, 1, 3))), (0, 2, 1, 3))

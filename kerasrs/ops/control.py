@@ -6,23 +6,27 @@ import builtins
 import numpy as np
 
 from kerasrs.autodiff import convert_to_tensor
-from kerasrs.ops import core, layout, math
+from kerasrs.ops import core, layout, math, reduction, stacking
 from kerasrs.ops.core import constant, getitem
+from kerasrs.ops.dispatch import op
 
 _slice = builtins.slice
 
 
+@op
 def cond(pred, true_fn, false_fn):
     """``true_fn()`` if ``pred`` else ``false_fn()``."""
     return true_fn() if bool(convert_to_tensor(pred).numpy()) else false_fn()
 
 
+@op
 def switch(index, branches, *operands):
     """``branches[index](*operands)``, the index clamped to the valid range."""
     i = int(np.clip(int(convert_to_tensor(index).numpy()), 0, len(branches) - 1))
     return branches[i](*operands)
 
 
+@op
 def fori_loop(lower, upper, body_fun, init_val):
     """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``."""
     val = init_val
@@ -31,6 +35,7 @@ def fori_loop(lower, upper, body_fun, init_val):
     return val
 
 
+@op
 def while_loop(cond, body, loop_vars, maximum_iterations=None):  # noqa: F811
     """Apply ``body`` to ``loop_vars`` while ``cond(*loop_vars)``; a tuple/list of vars is
     unpacked into both functions, as Keras does."""
@@ -45,6 +50,7 @@ def while_loop(cond, body, loop_vars, maximum_iterations=None):  # noqa: F811
     return type(loop_vars)(vars_) if packed else vars_[0]
 
 
+@op
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
     ``(carry, stack(ys))``."""
@@ -56,20 +62,23 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         ys.append(y)
     if reverse:
         ys = ys[::-1]
-    return carry, (layout.stack(ys, axis=0) if ys and ys[0] is not None else None)
+    return carry, (stacking.stack(ys, axis=0) if ys and ys[0] is not None else None)
 
 
+@op
 def map(f, xs):  # noqa: A001  (Keras's name)
     """``stack([f(x) for x in xs])`` over the leading axis."""
     xs = convert_to_tensor(xs)
-    return layout.stack([convert_to_tensor(f(getitem(xs, i))) for i in range(xs.shape[0])], 0)
+    return stacking.stack([convert_to_tensor(f(getitem(xs, i))) for i in range(xs.shape[0])], 0)
 
 
+@op
 def vectorized_map(function, elements):
     """``function`` over the leading axis of ``elements`` (as `map`)."""
     return map(function, elements)
 
 
+@op
 def associative_scan(f, elems, reverse=False, axis=0):
     """Inclusive scan of ``elems`` along ``axis`` with the associative ``f`` (sequential)."""
     x = convert_to_tensor(elems)
@@ -82,9 +91,10 @@ def associative_scan(f, elems, reverse=False, axis=0):
         out.append(f(out[-1], p))
     if reverse:
         out = out[::-1]
-    return layout.stack(out, axis=axis)
+    return stacking.stack(out, axis=axis)
 
 
+@op
 def slice(inputs, start_indices, shape):  # noqa: A001
     """The block of ``inputs`` starting at ``start_indices`` with size ``shape``."""
     key = tuple(_slice(int(s), int(s) + int(n)) for s, n in zip(start_indices, shape))
@@ -99,6 +109,7 @@ def _block_mask(x, key):
     return constant(x.backend.asarray(m), x.backend)
 
 
+@op
 def slice_update(inputs, start_indices, updates):
     """``inputs`` with the block at ``start_indices`` replaced by ``updates`` (differentiable in
     both)."""
@@ -108,6 +119,7 @@ def slice_update(inputs, start_indices, updates):
     return math.where(_block_mask(x, key), layout.pad(u, pad), x)
 
 
+@op
 def scatter(indices, values, shape):
     """A zeros Tensor of ``shape`` with ``values`` added at ``indices`` (rows of coordinates);
     repeated indices add up. Differentiable in ``values``."""
@@ -123,6 +135,7 @@ def scatter(indices, values, shape):
     return layout.reshape(out, tuple(shape[:idx.shape[1]]) + rest)
 
 
+@op
 def scatter_update(inputs, indices, updates):
     """``inputs`` with the entries at ``indices`` replaced by ``updates``."""
     x = convert_to_tensor(inputs)
@@ -143,6 +156,7 @@ def _segments(data, segment_ids, num_segments):
     return d, ids, n
 
 
+@op
 def segment_sum(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
     """Sums of the rows of ``data`` that share a segment id (ids outside [0, n) are dropped)."""
     d, ids, n = _segments(data, segment_ids, num_segments)
@@ -159,26 +173,28 @@ def _segment_reduce(data, segment_ids, num_segments, reduce, fill):
         members = np.nonzero(ids == s)[0]
         rows.append(reduce(layout.take(d, members, axis=0), axis=0) if len(members) else
                     core.multiply(math.sum(d, axis=0), 0.0) + fill)
-    return layout.stack(rows, axis=0)
+    return stacking.stack(rows, axis=0)
 
 
+@op
 def segment_max(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
     """Per-segment maximum (the lowest float for an empty segment, as Keras)."""
     d = convert_to_tensor(data)
     return _segment_reduce(d, segment_ids, num_segments, math.max, float(np.finfo(d.dtype).min))
 
 
+@op
 def segment_min(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
     d = convert_to_tensor(data)
     return _segment_reduce(d, segment_ids, num_segments, math.min, float(np.finfo(d.dtype).max))
 
 
+@op
 def segment_prod(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
-    from kerasrs.ops.reduction import prod
-
-    return _segment_reduce(data, segment_ids, num_segments, prod, 1.0)
+    return _segment_reduce(data, segment_ids, num_segments, reduction.prod, 1.0)
 
 
+@op
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """``x`` with NaN and infinities replaced by finite numbers (the dtype's extremes by
     default); the gradient flows to the finite entries."""
@@ -189,6 +205,15 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     return math.where(math.isinf(x), -big if neginf is None else neginf, x)
 
 
-__all__ = ["cond", "switch", "fori_loop", "while_loop", "scan", "map", "vectorized_map",
-           "associative_scan", "slice", "slice_update", "scatter", "scatter_update",
-           "segment_sum", "segment_max", "segment_min", "segment_prod", "nan_to_num"]
+@op
+def vectorize(pyfunc, *, excluded=None, signature=None):
+    """``pyfunc`` mapped over the leading axis of its Tensor arguments (stacked results)."""
+    def mapped(*args):
+        ts = [convert_to_tensor(a) for a in args]
+        n = ts[0].shape[0] if ts[0].ndim else None
+        if n is None:
+            return pyfunc(*ts)
+        return stacking.stack([convert_to_tensor(pyfunc(*[t[i] for t in ts]))
+                               for i in range(n)], axis=0)
+
+    return mapped

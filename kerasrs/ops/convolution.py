@@ -31,6 +31,7 @@ from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function, Tensor
 from kerasrs.ops import core
 from kerasrs.ops import layout as shape_ops
+from kerasrs.ops.dispatch import op
 
 
 # -- argument handling -------------------------------------------------------------------------
@@ -337,6 +338,7 @@ def _check_conv_args(op, inputs, kernel, strides, padding, data_format, dilation
     return geometry, groups, channels_first
 
 
+@op
 def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
     """N-D convolution (cross-correlation, as in Keras and TensorFlow) for N = 1, 2 or 3.
 
@@ -392,6 +394,7 @@ def conv_bias_act(inputs, kernel, bias, strides=1, padding="valid", data_format=
     return Conv(geometry, groups, channels_first, activation).apply(inputs, kernel, bias)
 
 
+@op
 def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None,
                    dilation_rate=1):
     """Depthwise N-D convolution: each input channel is convolved with its own filters.
@@ -427,6 +430,7 @@ def depthwise_conv(inputs, kernel, strides=1, padding="valid", data_format=None,
     return Conv(geometry, groups, channels_first).apply(inputs, kernel)
 
 
+@op
 def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, padding="valid",
                    data_format=None, dilation_rate=1):
     """Depthwise convolution followed by a 1x1 (pointwise) convolution, as Keras's op.
@@ -507,6 +511,7 @@ def _transpose_pads(k, s, d, padding, output_padding):
     return left, pad_len - left
 
 
+@op
 def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=None,
                    data_format=None, dilation_rate=1):
     """Transposed N-D convolution (the gradient of `conv` with respect to its input).
@@ -567,6 +572,3 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
     geometry = Geometry(op, (last[0], *full, k_shape[-2]), k_shape[:n], strides, dilation,
                         "valid", shapes_text)
     return ConvTranspose(geometry, tuple(out), tuple(crop), channels_first).apply(inputs, kernel)
-
-
-__all__ = ["conv", "conv_transpose", "depthwise_conv", "separable_conv"]

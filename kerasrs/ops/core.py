@@ -8,6 +8,9 @@ import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.backend import floatx, is_float_dtype
+from kerasrs.ops.dispatch import op
+
+EPSILON = 1e-7  # Keras's backend.epsilon(): probabilities are clipped to [EPSILON, 1 - EPSILON]
 
 
 def constant(data, backend):
@@ -15,16 +18,39 @@ def constant(data, backend):
     return Tensor(data, backend=backend)
 
 
-def _backend_of(*xs):
-    for x in xs:
-        if isinstance(x, Tensor):
-            return x.backend
-    return convert_to_tensor(xs[0]).backend
-
-
 def raw(x):
     """The backend array inside a Tensor (or the value itself)."""
     return x.data if isinstance(x, Tensor) else x
+
+
+def no_gradient(x, fn):
+    """The Tensor ``fn(xp, array)`` of ``x``'s values, with no gradient (an index, a count...)."""
+    x = convert_to_tensor(x)
+    return constant(fn(x.backend.xp, x.data), x.backend)
+
+
+def to_float(x):
+    """``x`` as a Tensor, integers and bools cast to float32 (as Keras's float-valued ops do)."""
+    x = convert_to_tensor(x)
+    return constant(x.data.astype("float32"), x.backend) if x.dtype.kind in "iub" else x
+
+
+def sorted_axes(op, x, axis):
+    """``axis`` (int or tuple) as a sorted tuple of non-negative axes of ``x``."""
+    nd = len(np.shape(x.data if isinstance(x, Tensor) else x))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if not axes or any(not -nd <= a < nd for a in axes) or len({a % nd for a in axes}) < len(axes):
+        raise ValueError(f"{op}: `axis` must name distinct axes of a rank-{nd} tensor. "
+                         f"Received: axis={axis!r}, shape {np.shape(getattr(x, 'data', x))}")
+    return tuple(sorted(a % nd for a in axes))
+
+
+def axis_index(axis, ndim, op="ops"):
+    """``axis`` in ``[0, ndim)``, or a ValueError naming ``op`` (IndexError or a silent wrong
+    answer otherwise)."""
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{op}: axis {axis} is out of range for a tensor of rank {ndim}.")
+    return int(axis) % ndim
 
 
 def _promote(a, b):
@@ -113,21 +139,25 @@ class Negative(Function):
         return (-gy,)
 
 
+@op
 def add(x1, x2):
     """Elementwise ``x1 + x2`` with NumPy broadcasting."""
     return Add().apply(x1, x2)
 
 
+@op
 def subtract(x1, x2):
     """Elementwise ``x1 - x2`` with NumPy broadcasting."""
     return Subtract().apply(x1, x2)
 
 
+@op
 def multiply(x1, x2):
     """Elementwise ``x1 * x2`` with NumPy broadcasting."""
     return Multiply().apply(x1, x2)
 
 
+@op
 def divide(x1, x2):
     """Elementwise true division ``x1 / x2`` with NumPy broadcasting."""
     return Divide().apply(x1, x2)
@@ -136,17 +166,20 @@ def divide(x1, x2):
 true_divide = divide
 
 
+@op
 def power(x1, x2):
     """Elementwise ``x1 ** x2``. The gradient with respect to ``x2`` uses ``log(x1)``, 0 where
     ``x1 <= 0``."""
     return Power().apply(x1, x2)
 
 
+@op
 def negative(x):
     """Elementwise ``-x``."""
     return Negative().apply(x)
 
 
+@op
 def floor_divide(x1, x2):
     """Elementwise ``x1 // x2``. Piecewise constant, so no gradient flows."""
     x1, x2 = _pair(x1, x2)
@@ -163,6 +196,7 @@ class Mod(Function):
         return gy, gb
 
 
+@op
 def mod(x1, x2):
     """Elementwise ``x1 % x2`` with the sign of the divisor, as NumPy and Keras.
 
@@ -186,14 +220,14 @@ def raw_like(value, ref):
     return convert_to_tensor(value).data
 
 
-def _compare(name, fn):
-    def op(x1, x2):
+def _compare(name, compare):
+    def fn(x1, x2):
         x1, x2 = _pair(x1, x2)
-        return constant(fn(x1.data, x2.data), x1.backend)
+        return constant(compare(x1.data, x2.data), x1.backend)
 
-    op.__name__ = name
-    op.__doc__ = f"Elementwise comparison ``{name}``: a bool Tensor. No gradient flows."
-    return op
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise comparison ``{name}``: a bool Tensor. No gradient flows."
+    return op(fn)
 
 
 equal = _compare("equal", lambda a, b: a == b)
@@ -206,6 +240,7 @@ logical_and = _compare("logical_and", lambda a, b: a & b)
 logical_or = _compare("logical_or", lambda a, b: a | b)
 
 
+@op
 def logical_not(x):
     """Elementwise boolean not. No gradient flows."""
     x = convert_to_tensor(x)
@@ -246,6 +281,7 @@ class MatMul(Function):
         return ga, gb
 
 
+@op
 def matmul(x1, x2):
     """Matrix product with NumPy's ``matmul`` rules: batched over leading axes, broadcasting.
 
@@ -270,6 +306,7 @@ def matmul(x1, x2):
     return MatMul().apply(x1, x2)
 
 
+@op
 def dot(x1, x2):
     """Dot product with NumPy's ``dot`` rules.
 
@@ -353,6 +390,7 @@ class Einsum(Function):
         return {"optimize": "greedy"} if n >= 2 else {}
 
 
+@op
 def einsum(subscripts, *operands):
     """Einstein summation, as NumPy's and Keras's ``einsum``: e.g. ``"ij,jk->ik"`` (matmul),
     ``"bij->bji"``, ``"ii"`` (trace), ``"...ij,...jk"`` (batched, implicit output).
@@ -441,6 +479,7 @@ def _is_mask(k):
     return getattr(k, "dtype", None) is not None and k.dtype.kind == "b" and k.ndim > 0
 
 
+@op
 def getitem(x, key):
     """``x[key]`` with NumPy's indexing rules: ints, slices, None, Ellipsis, integer arrays or
     bool masks (Tensors, arrays or lists). Differentiable with respect to ``x``: the gradient is
@@ -467,30 +506,37 @@ def getitem(x, key):
     return GetItem(key).apply(x)
 
 
+@op
+def get_item(x, key):
+    """``x[key]`` (see `kerasrs.ops.getitem`)."""
+    return getitem(x, key)
+
+
 # -- Python operators on Tensor ------------------------------------------------------------------
 def _install_operators():
+    """Python's operators on Tensor, as the plain functions of the ops above (``__wrapped__``:
+    ``self`` is never symbolic, and errors name the input, as ``Function.apply`` does)."""
+    add_, subtract_, multiply_, divide_, power_, matmul_, floor_divide_, mod_ = (
+        fn.__wrapped__ for fn in (add, subtract, multiply, divide, power, matmul, floor_divide,
+                                  mod))
+
     def r(fn):
         return lambda self, other: fn(other, self)
 
-    ops = {
-        "__add__": add, "__radd__": r(add), "__sub__": subtract, "__rsub__": r(subtract),
-        "__mul__": multiply, "__rmul__": r(multiply), "__truediv__": divide,
-        "__rtruediv__": r(divide), "__pow__": power, "__rpow__": r(power),
-        "__matmul__": matmul, "__rmatmul__": r(matmul), "__floordiv__": floor_divide,
-        "__rfloordiv__": r(floor_divide), "__mod__": mod, "__rmod__": r(mod),
-        "__neg__": negative, "__pos__": lambda self: self, "__getitem__": getitem,
-        "__eq__": equal, "__ne__": not_equal, "__lt__": less, "__le__": less_equal,
-        "__gt__": greater, "__ge__": greater_equal, "__and__": logical_and, "__or__": logical_or,
-        "__invert__": logical_not,
+    operators = {
+        "__add__": add_, "__radd__": r(add_), "__sub__": subtract_, "__rsub__": r(subtract_),
+        "__mul__": multiply_, "__rmul__": r(multiply_), "__truediv__": divide_,
+        "__rtruediv__": r(divide_), "__pow__": power_, "__rpow__": r(power_),
+        "__matmul__": matmul_, "__rmatmul__": r(matmul_), "__floordiv__": floor_divide_,
+        "__rfloordiv__": r(floor_divide_), "__mod__": mod_, "__rmod__": r(mod_),
+        "__neg__": negative.__wrapped__, "__pos__": lambda self: self,
+        "__getitem__": getitem.__wrapped__, "__invert__": logical_not.__wrapped__,
+        **{f"__{name}__": compare.__wrapped__ for name, compare in (
+            ("eq", equal), ("ne", not_equal), ("lt", less), ("le", less_equal), ("gt", greater),
+            ("ge", greater_equal), ("and", logical_and), ("or", logical_or))},
     }
-    for name, fn in ops.items():
+    for name, fn in operators.items():
         setattr(Tensor, name, fn)
 
 
 _install_operators()
-
-
-__all__ = ["add", "subtract", "multiply", "divide", "true_divide", "power", "negative",
-           "floor_divide", "mod", "equal", "not_equal", "less", "less_equal", "greater",
-           "greater_equal", "logical_and", "logical_or", "logical_not", "matmul", "getitem", "dot",
-           "einsum"]

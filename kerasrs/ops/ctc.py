@@ -5,8 +5,9 @@ eq. 5-16). The recursions loop over time and are vectorized over batch and label
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
+from kerasrs.ops.activations import log_softmax
 from kerasrs.ops.core import constant
-from kerasrs.ops.nn import log_softmax
+from kerasrs.ops.dispatch import op
 
 
 def _lse(*xs):
@@ -80,6 +81,7 @@ class CTCLoss(Function):
         return (g * gy[:, None, None],)
 
 
+@op
 def ctc_loss(target, output, target_length, output_length, mask_index=0):
     """CTC loss per sample.
 
@@ -101,6 +103,7 @@ def ctc_loss(target, output, target_length, output_length, mask_index=0):
         return CTCLoss(labels, label_len, out_len, mask_index).apply(log_softmax(out, axis=-1))
 
 
+@op
 def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100, top_paths=1,
                merge_repeated=True, mask_index=0):
     """Decode CTC outputs (batch, time, classes): "greedy" (best class per step, repeats merged,
@@ -166,6 +169,3 @@ def _prefix_beam(lp, beam_width, blank, top_paths):
         beams = dict(sorted(nxt.items(), key=lambda kv: -np.logaddexp(*kv[1]))[:beam_width])
     ranked = sorted(beams.items(), key=lambda kv: -np.logaddexp(*kv[1]))[:top_paths]
     return [(list(p), float(np.logaddexp(*s))) for p, s in ranked]
-
-
-__all__ = ["ctc_loss", "ctc_decode"]

@@ -103,7 +103,7 @@ class _CustomGradient(autodiff.Function):
         return autodiff._flatten(self.output)
 
     def forward(self, *xs):
-        self.inputs = [autodiff._wrap(x, self.backend) for x in xs]
+        self.inputs = [autodiff.Tensor(x, backend=self.backend) for x in xs]
         outs = [autodiff.convert_to_tensor(o) for o in self._call_f(self.inputs)]
         self.shapes = [o.shape for o in outs]
         if self.single:
@@ -152,11 +152,12 @@ class _CustomGradient(autodiff.Function):
     def _upstream(self, gy):
         """The gradient of the output in its structure, as Tensors."""
         if self.single:
-            return autodiff._wrap(gy, self.backend)
+            return autodiff.Tensor(gy, backend=self.backend)
         pieces, start = [], 0
         for shape in self.shapes:
             size = int(np.prod(shape))
-            pieces.append(autodiff._wrap(gy[start:start + size].reshape(shape), self.backend))
+            piece = gy[start:start + size].reshape(shape)
+            pieces.append(autodiff.Tensor(piece, backend=self.backend))
             start += size
         return autodiff._pack(self.output, iter(pieces))
 

@@ -9,20 +9,18 @@ comparisons and integer ops return Tensors that no gradient flows through.
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
-from kerasrs.ops.core import _pair, constant
+from kerasrs.ops.core import _pair, constant, to_float
 from kerasrs.ops.math import Unary, _quiet, erf
+from kerasrs.ops.dispatch import op
 
 
 def _unary(name, f, df, doc):
-    def op(x):
-        x = convert_to_tensor(x)
-        if x.dtype.kind in "iub":  # integer input: float result, as Keras
-            x = constant(x.data.astype("float32"), x.backend)
-        return Unary(name, f, df).apply(x)
+    def fn(x):
+        return Unary(name, f, df).apply(to_float(x))  # integer input: float result, as Keras
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc
-    return op
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return op(fn)
 
 
 # -- unary, differentiable -----------------------------------------------------------------------
@@ -84,6 +82,7 @@ i0 = _unary("i0", lambda xp, x: np.i0(x) if xp is np else xp.i0(x),
             "Modified Bessel function of the first kind, order 0; derivative I1 (series).")
 
 
+@op
 def erfc(x):
     """Complementary error function ``1 - erf(x)``."""
     return 1.0 - erf(x)
@@ -116,6 +115,7 @@ class ErfInv(Function):
         return (gy * (0.886226925452758 * self.xp.exp(self.y * self.y)).astype(gy.dtype),)
 
 
+@op
 def erfinv(x):
     """Inverse error function on (-1, 1) (±inf at ±1). Giles's approximation refined by Newton
     steps (M. Giles, "Approximating the erfinv function", GPU Computing Gems, 2010); derivative
@@ -147,16 +147,15 @@ class Binary(Function):
 
 
 def _binary(name, f, da, db, doc):
-    def op(x1, x2):
+    def fn(x1, x2):
         a, b = _pair(x1, x2)
         if a.dtype.kind in "iub" and b.dtype.kind in "iub":
-            a = constant(a.data.astype("float32"), a.backend)
-            b = constant(b.data.astype("float32"), b.backend)
+            a, b = to_float(a), to_float(b)
         return Binary(f, da, db).apply(a, b)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc
-    return op
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return op(fn)
 
 
 arctan2 = _binary("arctan2", lambda xp, a, b: xp.arctan2(a, b),
@@ -192,15 +191,15 @@ divide_no_nan = _binary(
 
 
 # -- no gradient: rounding, tests, integer and bitwise ops --------------------------------------
-def _plain(name, fn, doc, float_out=False):
-    def op(*args):
+def _plain(name, compute, doc):
+    def fn(*args):
         ts = [convert_to_tensor(a) for a in args]
-        out = fn(ts[0].backend.xp, *[t.data for t in ts])
+        out = compute(ts[0].backend.xp, *[t.data for t in ts])
         return constant(out, ts[0].backend)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc + " No gradient flows."
-    return op
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + " No gradient flows."
+    return op(fn)
 
 
 floor = _plain("floor", lambda xp, x: xp.floor(x), "Elementwise floor.")
@@ -230,16 +229,8 @@ left_shift = _plain("left_shift", lambda xp, a, b: xp.left_shift(a, b), "``x1 <<
 right_shift = _plain("right_shift", lambda xp, a, b: xp.right_shift(a, b), "``x1 >> x2``.")
 
 
+@op
 def round(x, decimals=0):  # noqa: A001  (Keras's name)
     """Elementwise rounding to ``decimals`` places, halves to even. No gradient flows."""
     x = convert_to_tensor(x)
     return constant(x.backend.xp.round(x.data, decimals), x.backend)
-
-
-__all__ = ["arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "tan", "sinh", "cosh",
-           "cbrt", "exp2", "log2", "log10", "deg2rad", "rad2deg", "fabs", "sinc", "i0", "erfc",
-           "erfinv", "arctan2", "hypot", "logaddexp", "logaddexp2", "fmax", "fmin", "fmod",
-           "ldexp", "divide_no_nan", "floor", "ceil", "trunc", "signbit", "isneginf",
-           "isposinf", "isreal", "heaviside", "nextafter", "logical_xor", "gcd", "lcm",
-           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert", "bitwise_not",
-           "bitwise_left_shift", "bitwise_right_shift", "left_shift", "right_shift", "round"]

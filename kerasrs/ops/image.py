@@ -10,19 +10,15 @@ scale_and_translate, sobel_edges and ssim (the preprocessing layers have NumPy v
 import numpy as np
 
 from kerasrs import backend
+from kerasrs.autodiff import convert_to_tensor
+from kerasrs.ops import convolution, core, creation, layout, stacking
+from kerasrs.ops import math as ops_math
 
 _GRAY = (0.2989, 0.587, 0.114)  # ITU-R BT.601 luma weights, as Keras
 
 
-def _ops():
-    """``kerasrs.ops`` (this module is part of it, loaded last)."""
-    from kerasrs import ops
-
-    return ops
-
-
 def _images(who, images):
-    images = _ops().convert_to_tensor(images)
+    images = convert_to_tensor(images)
     if len(images.shape) not in (3, 4):
         raise ValueError(f"{who}: images must be rank 3 (one image) or 4 (a batch). Received: "
                          f"images.shape={images.shape}")
@@ -34,8 +30,7 @@ def _channels_last(data_format):
 
 
 def _planes(images, axis):
-    ops = _ops()
-    return [ops.take(images, i, axis=axis) for i in range(3)]
+    return [layout.take(images, i, axis=axis) for i in range(3)]
 
 
 def _float(who, images):
@@ -49,18 +44,17 @@ def rgb_to_grayscale(images, data_format=None):
     Raises:
         ValueError: for a rank other than 3/4 or a channel axis other than 1 or 3.
     """
-    ops = _ops()
     images = _images("rgb_to_grayscale", images)
     axis = -1 if _channels_last(data_format) else -3
     if images.shape[axis] not in (1, 3):
         raise ValueError("rgb_to_grayscale: expects 3 (RGB) or 1 channel. Received: "
                          f"images.shape={images.shape}")
     if images.shape[axis] == 1:
-        return ops.copy(images)
+        return creation.copy(images)
     dtype = str(images.dtype)
-    x = images if dtype.startswith("float") else ops.cast(images, backend.floatx())
+    x = images if dtype.startswith("float") else ops_math.cast(images, backend.floatx())
     weights = np.array(_GRAY, str(x.dtype)).reshape((3,) + (1,) * (-axis - 1))
-    return ops.cast(ops.sum(x * weights, axis=axis, keepdims=True), dtype)
+    return ops_math.cast(ops_math.sum(x * weights, axis=axis, keepdims=True), dtype)
 
 
 def rgb_to_hsv(images, data_format=None):
@@ -70,22 +64,21 @@ def rgb_to_hsv(images, data_format=None):
     Raises:
         ValueError: for integer images or a rank other than 3/4.
     """
-    ops = _ops()
     images = _images("rgb_to_hsv", images)
     _float("rgb_to_hsv", images)
     axis = -1 if _channels_last(data_format) else -3
     eps = float(np.finfo(str(images.dtype) if str(images.dtype) != "bfloat16" else
                          "float32").eps)
-    images = ops.where(ops.abs(images) < eps, 0.0, images)
+    images = ops_math.where(ops_math.abs(images) < eps, 0.0, images)
     r, g, b = _planes(images, axis)
-    value = ops.maximum(ops.maximum(r, g), b)
-    spread = value - ops.minimum(ops.minimum(r, g), b)
-    saturation = ops.where(value > 0, spread / ops.where(value > 0, value, 1.0), 0.0)
-    norm = 1.0 / (6.0 * ops.where(spread > 0, spread, 1.0))
-    hue = ops.where(value == g, norm * (b - r) + 2.0 / 6.0, norm * (r - g) + 4.0 / 6.0)
-    hue = ops.where(value == r, norm * (g - b), hue)
-    hue = ops.where(spread > 0, hue, 0.0) + ops.cast(hue < 0.0, hue.dtype)
-    return ops.cast(ops.stack([hue, saturation, value], axis=axis), images.dtype)
+    value = ops_math.maximum(ops_math.maximum(r, g), b)
+    spread = value - ops_math.minimum(ops_math.minimum(r, g), b)
+    saturation = ops_math.where(value > 0, spread / ops_math.where(value > 0, value, 1.0), 0.0)
+    norm = 1.0 / (6.0 * ops_math.where(spread > 0, spread, 1.0))
+    hue = ops_math.where(value == g, norm * (b - r) + 2.0 / 6.0, norm * (r - g) + 4.0 / 6.0)
+    hue = ops_math.where(value == r, norm * (g - b), hue)
+    hue = ops_math.where(spread > 0, hue, 0.0) + ops_math.cast(hue < 0.0, hue.dtype)
+    return ops_math.cast(stacking.stack([hue, saturation, value], axis=axis), images.dtype)
 
 
 def hsv_to_rgb(images, data_format=None):
@@ -94,17 +87,16 @@ def hsv_to_rgb(images, data_format=None):
     Raises:
         ValueError: for integer images or a rank other than 3/4.
     """
-    ops = _ops()
     images = _images("hsv_to_rgb", images)
     _float("hsv_to_rgb", images)
     axis = -1 if _channels_last(data_format) else -3
     hue, saturation, value = _planes(images, axis)
-    dh = ops.mod(hue, 1.0) * 6.0
-    weights = [ops.clip(ops.abs(dh - 3.0) - 1.0, 0.0, 1.0),
-               ops.clip(2.0 - ops.abs(dh - 2.0), 0.0, 1.0),
-               ops.clip(2.0 - ops.abs(dh - 4.0), 0.0, 1.0)]
+    dh = core.mod(hue, 1.0) * 6.0
+    weights = [ops_math.clip(ops_math.abs(dh - 3.0) - 1.0, 0.0, 1.0),
+               ops_math.clip(2.0 - ops_math.abs(dh - 2.0), 0.0, 1.0),
+               ops_math.clip(2.0 - ops_math.abs(dh - 4.0), 0.0, 1.0)]
     rgb = [value * ((1.0 - saturation) + saturation * w) for w in weights]
-    return ops.cast(ops.stack(rgb, axis=axis), images.dtype)
+    return ops_math.cast(stacking.stack(rgb, axis=axis), images.dtype)
 
 
 def _spatial(images, data_format):
@@ -134,7 +126,6 @@ def crop_images(images, top_cropping=None, left_cropping=None, bottom_cropping=N
     Raises:
         ValueError: for a rank other than 3/4 or negative croppings.
     """
-    ops = _ops()
     images = _images("crop_images", images)
     h_axis, w_axis = _spatial(images, data_format)
     top, _, height = _settle(images.shape[h_axis], top_cropping, bottom_cropping, target_height,
@@ -154,7 +145,6 @@ def pad_images(images, top_padding=None, left_padding=None, bottom_padding=None,
     Raises:
         ValueError: for a rank other than 3/4 or negative paddings.
     """
-    ops = _ops()
     images = _images("pad_images", images)
     h_axis, w_axis = _spatial(images, data_format)
     widths = [[0, 0] for _ in images.shape]
@@ -162,7 +152,7 @@ def pad_images(images, top_padding=None, left_padding=None, bottom_padding=None,
                               ("top_padding", "bottom_padding"))
     widths[w_axis] = _padding(images.shape[w_axis], left_padding, right_padding, target_width,
                               ("left_padding", "right_padding"))
-    return ops.pad(images, widths)
+    return layout.pad(images, widths)
 
 
 def _padding(size, before, after, target, names):
@@ -178,19 +168,18 @@ def _padding(size, before, after, target, names):
 
 
 def _patches(images, size, strides, dilation_rate, padding, data_format, rank, who):
-    ops = _ops()
     size = (size,) * rank if isinstance(size, int) else tuple(size)
     if len(size) != rank:
         raise TypeError(f"{who}: `size` must be an int or a tuple of {rank} ints. Received: "
                         f"size={size}")
     unbatched = len(images.shape) == rank + 1
     if unbatched:
-        images = ops.expand_dims(images, 0)
+        images = layout.expand_dims(images, 0)
     channels = images.shape[-1] if _channels_last(data_format) else images.shape[1]
     out = int(np.prod(size)) * channels
     # an identity kernel: output channel k copies one (position, channel) of the window
     kernel = np.eye(out, dtype=str(images.dtype)).reshape(size + (channels, out))
-    patches = ops.conv(images, kernel, strides=strides or size, padding=padding,
+    patches = convolution.conv(images, kernel, strides=strides or size, padding=padding,
                        data_format=data_format, dilation_rate=dilation_rate)
     return patches[0] if unbatched else patches
 
@@ -216,7 +205,7 @@ def extract_patches_3d(volumes, size, strides=None, dilation_rate=1, padding="va
                        data_format=None):
     """`extract_patches` for volumes ``(batch, depth, height, width, channels)`` (or without
     the batch axis)."""
-    volumes = _ops().convert_to_tensor(volumes)
+    volumes = convert_to_tensor(volumes)
     if len(volumes.shape) not in (4, 5):
         raise ValueError("extract_patches_3d: volumes must be rank 4 or 5. Received: "
                          f"volumes.shape={volumes.shape}")
@@ -238,16 +227,15 @@ def gaussian_blur(images, kernel_size=(3, 3), sigma=(1.0, 1.0), data_format=None
     Raises:
         ValueError: for a rank other than 3/4.
     """
-    ops = _ops()
     images = _images("gaussian_blur", images)
     dtype = str(images.dtype)
-    x = images if dtype.startswith("float") else ops.cast(images, backend.floatx())
+    x = images if dtype.startswith("float") else ops_math.cast(images, backend.floatx())
     unbatched = len(x.shape) == 3
     if unbatched:
-        x = ops.expand_dims(x, 0)
+        x = layout.expand_dims(x, 0)
     channels = x.shape[-1] if _channels_last(data_format) else x.shape[1]
     kernel = np.outer(_gaussian_1d(int(kernel_size[1]), float(sigma[1]), str(x.dtype)),
                       _gaussian_1d(int(kernel_size[0]), float(sigma[0]), str(x.dtype)))
     kernel = np.tile(kernel[:, :, None, None], (1, 1, channels, 1))
-    out = ops.depthwise_conv(x, kernel, padding="same", data_format=data_format)
-    return ops.cast(out[0] if unbatched else out, dtype)
+    out = convolution.depthwise_conv(x, kernel, padding="same", data_format=data_format)
+    return ops_math.cast(out[0] if unbatched else out, dtype)

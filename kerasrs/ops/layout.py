@@ -1,10 +1,12 @@
-"""Shape, layout and gather ops: reshape, transpose, concatenate, split, pad, tile, repeat,
-take, take_along_axis, sort."""
+"""Shape and layout: reshape, transpose and the axis moves (``moveaxis``, ``swapaxes``,
+``ravel``), flips and rolls, broadcasting, padding, tiling, and gathers (``take``,
+``take_along_axis``). Each differentiable one is a `Function` pair or a composite of them."""
 
 import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
-from kerasrs.ops.core import constant, getitem
+from kerasrs.ops.core import axis_index, getitem
+from kerasrs.ops.dispatch import op
 
 
 def _shape(x):
@@ -31,6 +33,7 @@ class Reshape(Function):
         return (gy.reshape(self.shape),)
 
 
+@op
 def reshape(x, newshape):
     """``x`` with a new shape of the same size; one entry may be -1 (inferred)."""
     newshape = (newshape,) if isinstance(newshape, int) else tuple(newshape)
@@ -53,6 +56,7 @@ class Transpose(Function):
         return (gy.transpose(np.argsort(self.axes)),)
 
 
+@op
 def transpose(x, axes=None):
     """Permute axes (reverse them when ``axes`` is None)."""
     if axes is not None:
@@ -64,6 +68,7 @@ def transpose(x, axes=None):
     return Transpose(axes).apply(x)
 
 
+@op
 def expand_dims(x, axis):
     """Insert size-1 axes at ``axis`` (int or tuple), as NumPy's ``expand_dims``."""
     try:
@@ -73,6 +78,7 @@ def expand_dims(x, axis):
     return Reshape(shape).apply(x)
 
 
+@op
 def squeeze(x, axis=None):
     """Remove size-1 axes (all of them, or those in ``axis``)."""
     shape = _shape(x)
@@ -94,6 +100,7 @@ class BroadcastTo(Function):
         return (gy,)  # the engine sums it back to the input's shape
 
 
+@op
 def broadcast_to(x, shape):
     """``x`` broadcast to ``shape`` (a read-only view where possible)."""
     shape = tuple(shape)
@@ -102,79 +109,6 @@ def broadcast_to(x, shape):
     except ValueError:
         raise ValueError(f"broadcast_to: cannot broadcast shape {_shape(x)} to {shape}") from None
     return BroadcastTo(shape).apply(x)
-
-
-class Concatenate(Function):
-    def __init__(self, axis):
-        self.axis = axis
-
-    def forward(self, *xs):
-        self.sizes = np.cumsum([x.shape[self.axis] for x in xs])[:-1]
-        return self.xp.concatenate(xs, axis=self.axis)
-
-    def backward(self, gy):
-        return tuple(self.xp.split(gy, self.sizes, axis=self.axis))
-
-
-def concatenate(xs, axis=0):
-    """Join tensors along an existing axis. All other axes must match.
-
-    Raises:
-        ValueError: for an empty list, mismatched ranks, or mismatched sizes off ``axis``.
-    """
-    shapes = [_shape(x) for x in xs]
-    if not shapes:
-        raise ValueError("concatenate: needs at least one tensor. Received: an empty list")
-    nd = len(shapes[0])
-    if any(len(s) != nd for s in shapes) or nd == 0:
-        raise ValueError(f"concatenate: all inputs must have the same rank (>= 1). Received: "
-                         f"shapes {shapes}")
-    ax = _axis("concatenate", axis, nd, shapes[0])
-    if any(s[:ax] + s[ax + 1:] != shapes[0][:ax] + shapes[0][ax + 1:] for s in shapes):
-        raise ValueError(f"concatenate: inputs must match on every axis except axis {axis}. "
-                         f"Received: shapes {shapes}")
-    return Concatenate(ax).apply(*xs)
-
-
-def stack(xs, axis=0):
-    """Join tensors of one shape along a new axis."""
-    shapes = [_shape(x) for x in xs]
-    if not shapes or any(s != shapes[0] for s in shapes):
-        raise ValueError(f"stack: inputs must all have the same shape. Received: shapes {shapes}")
-    _axis("stack", axis, len(shapes[0]) + 1, shapes[0])
-    return concatenate([expand_dims(x, axis) for x in xs], axis=axis)
-
-
-
-
-def split(x, indices_or_sections, axis=0):
-    """Split ``x`` along ``axis`` into a list of Tensors, as NumPy's ``split``.
-
-    Args:
-        x: Tensor.
-        indices_or_sections: int ``n`` (``n`` equal parts; the axis size must divide by
-            ``n``) or a sorted list of split positions.
-        axis: int.
-
-    Returns:
-        list of Tensors, each differentiable (each is a slice of ``x``).
-
-    Raises:
-        ValueError: for a bad axis or an unequal split.
-    """
-    shape = _shape(x)
-    ax = _axis("split", axis, len(shape), shape)
-    n = shape[ax]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
-        if k <= 0 or n % k:
-            raise ValueError(f"split: axis {axis} of size {n} cannot be split into {k} equal "
-                             f"parts. Received: shape {shape}, indices_or_sections={k}")
-        bounds = [i * (n // k) for i in range(k + 1)]
-    else:
-        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
-    lead = (slice(None),) * ax
-    return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 class Tile(Function):
@@ -193,6 +127,7 @@ class Tile(Function):
         return (g.sum(axis=tuple(range(0, 2 * nd, 2))).reshape(self.shape),)
 
 
+@op
 def tile(x, repeats):
     """``x`` repeated ``repeats`` times along each axis (NumPy's ``tile``): ``repeats`` is an
     int or a sequence; a shorter one applies to the trailing axes."""
@@ -221,6 +156,7 @@ class Repeat(Function):
         return (gx,)
 
 
+@op
 def repeat(x, repeats, axis=None):
     """Repeat each element ``repeats`` times (an int, or one count per element along
     ``axis``), as NumPy's ``repeat``; with ``axis`` None the flattened tensor is repeated."""
@@ -264,6 +200,7 @@ class Pad(Function):
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
 
+@op
 def pad(x, pad_width, mode="constant", constant_values=None):
     """Pad ``x`` as NumPy's ``pad``.
 
@@ -318,6 +255,7 @@ def _indices(op, indices, x):
     return idx.data if idx.backend is x.backend else x.backend.asarray(idx.numpy())
 
 
+@op
 def take(x, indices, axis=None):
     """Elements of ``x`` at integer ``indices`` along ``axis`` (of the flattened ``x`` when
     None), as NumPy's ``take``. Negative indices count from the end. Differentiable in ``x``
@@ -362,6 +300,7 @@ class TakeAlongAxis(Function):
         return (gx,)
 
 
+@op
 def take_along_axis(x, indices, axis=None):
     """``x`` gathered at ``indices`` along ``axis``, as NumPy's ``take_along_axis``: indices
     has ``x``'s rank and broadcasts against it on the other axes (axis None: both flattened).
@@ -383,57 +322,100 @@ def take_along_axis(x, indices, axis=None):
     return TakeAlongAxis(idx, ax).apply(x)
 
 
-class Sort(Function):
-    def __init__(self, axis):
-        self.axis = axis
-
-    def forward(self, x):
-        xp = self.xp
-        self.order = xp.argsort(x, axis=self.axis, kind="stable")
-        return xp.take_along_axis(x, self.order, axis=self.axis)
-
-    def backward(self, gy):  # a permutation: route each gradient back through its inverse
-        inverse = self.xp.argsort(self.order, axis=self.axis)
-        return (self.xp.take_along_axis(gy, inverse, axis=self.axis),)
+@op
+def flip(x, axis=None):
+    """``x`` reversed along ``axis`` (all axes when None)."""
+    x = convert_to_tensor(x)
+    axes = range(x.ndim) if axis is None else [axis] if isinstance(axis, int) else axis
+    key = [slice(None)] * x.ndim
+    for a in axes:
+        key[axis_index(a, x.ndim, "flip")] = slice(None, None, -1)
+    return getitem(x, tuple(key))
 
 
-def sort(x, axis=-1):
-    """``x`` sorted in ascending order along ``axis`` (flattened when None). Differentiable:
-    the gradient follows each element to where it came from (ties keep their order)."""
-    if axis is None:
-        x, axis = reshape(x, (-1,)), 0
-    shape = _shape(x)
-    return Sort(_axis("sort", axis, len(shape), shape)).apply(x)
+@op
+def fliplr(x):
+    """``x`` reversed along axis 1."""
+    return flip(x, 1)
 
 
-def argsort(x, axis=-1):
-    """Indices that sort ``x`` along ``axis`` (stable). An int64 Tensor, no gradient."""
+@op
+def flipud(x):
+    """``x`` reversed along axis 0."""
+    return flip(x, 0)
+
+
+@op
+def rot90(array, k=1, axes=(0, 1)):
+    """``array`` rotated by ``k * 90`` degrees in the plane of ``axes``."""
+    x = convert_to_tensor(array)
+    k %= 4
+    a, b = axes
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(flip(x, a), b)
+    perm = list(range(x.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(flip(x, b), perm) if k == 1 else flip(transpose(x, perm), b)
+
+
+@op
+def roll(x, shift, axis=None):
+    """``x`` with elements shifted by ``shift`` along ``axis`` (flattened when None), wrapping."""
     x = convert_to_tensor(x)
     if axis is None:
-        x, axis = reshape(x, (-1,)), 0
-    ax = _axis("argsort", axis, x.ndim, x.shape)
-    return constant(x.backend.xp.argsort(x.data, axis=ax, kind="stable"), x.backend)
+        return reshape(roll(reshape(x, (-1,)), shift, 0), x.shape)
+    ax = axis_index(axis, x.ndim, "roll")
+    n = x.shape[ax]
+    idx = (np.arange(n) - shift) % n if n else np.arange(0)
+    return take(x, idx, axis=ax)
 
 
-def nonzero(x):
-    """Indices of the non-zero elements: a tuple of int64 Tensors, one per axis."""
+@op
+def moveaxis(x, source, destination):
+    """``x`` with axes moved from ``source`` to ``destination`` (ints or sequences)."""
     x = convert_to_tensor(x)
-    return tuple(constant(i, x.backend) for i in x.backend.xp.nonzero(x.data))
+    return transpose(x, _moved(x.ndim, source, destination))
+
+
+def _moved(ndim, source, destination):
+    src = [axis_index(s, ndim, "moveaxis") for s in np.atleast_1d(source)]
+    dst = [axis_index(d, ndim, "moveaxis") for d in np.atleast_1d(destination)]
+    order = [a for a in range(ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return order
+
+
+@op
+def swapaxes(x, axis1, axis2):
+    """``x`` with two axes exchanged."""
+    x = convert_to_tensor(x)
+    perm = list(range(x.ndim))
+    a = _axis("swapaxes", axis1, x.ndim, x.shape)
+    b = _axis("swapaxes", axis2, x.ndim, x.shape)
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
+@op
+def ravel(x):
+    """``x`` flattened to 1-D."""
+    return reshape(x, (-1,))
 
 
 def _install_methods():
-    """Tensor methods that NumPy users expect, delegating to the ops above."""
-    Tensor.T = property(lambda self: transpose(self))
-    Tensor.reshape = lambda self, *shape: reshape(
+    """Tensor methods that NumPy users expect, delegating to the plain functions of the ops
+    above (``__wrapped__``: a method's ``self`` is never symbolic)."""
+    reshape_, transpose_, squeeze_ = reshape.__wrapped__, transpose.__wrapped__, \
+        squeeze.__wrapped__
+    Tensor.T = property(lambda self: transpose_(self))
+    Tensor.reshape = lambda self, *shape: reshape_(
         self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
-    Tensor.transpose = lambda self, *axes: transpose(
+    Tensor.transpose = lambda self, *axes: transpose_(
         self, (axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes) or None)
-    Tensor.squeeze = lambda self, axis=None: squeeze(self, axis)
+    Tensor.squeeze = lambda self, axis=None: squeeze_(self, axis)
 
 
 _install_methods()
-
-
-__all__ = ["reshape", "transpose", "expand_dims", "squeeze", "broadcast_to", "concatenate",
-           "stack", "split", "tile", "repeat", "pad", "take", "take_along_axis", "sort",
-           "argsort", "nonzero"]

@@ -6,14 +6,11 @@ Ops with several results compute one packed array and split it, so the tape sees
 
 import numpy as np
 
-from kerasrs.autodiff import Function, convert_to_tensor
+from kerasrs.autodiff import Function
 from kerasrs.ops import core, layout, math
-from kerasrs.ops.core import constant, getitem
-
-
-def _t(x):
-    x = convert_to_tensor(x)
-    return math.cast(x, "float32") if x.dtype.kind in "iub" else x
+from kerasrs.ops.core import constant, getitem, to_float
+from kerasrs.ops.dispatch import op
+from kerasrs.ops.reduction import norm  # noqa: F401  (keras.ops.linalg.norm)
 
 
 def _mT(a):
@@ -30,13 +27,14 @@ class Inv(Function):
         return (-(yt @ gy @ yt),)
 
 
+@op
 def inv(x):
     """Inverse of each square matrix in ``x`` (..., n, n). Gradient ``-A^-T G A^-T``.
 
     Raises:
         numpy.linalg.LinAlgError: for a singular matrix.
     """
-    return Inv().apply(_t(x))
+    return Inv().apply(to_float(x))
 
 
 class SlogDet(Function):
@@ -53,18 +51,21 @@ class SlogDet(Function):
         return (g * _mT(self.xp.linalg.inv(self.a)),)
 
 
+@op
 def slogdet(x):
     """``(sign, log|det(x)|)`` per matrix; the log-determinant's gradient is ``A^-T``."""
-    packed = SlogDet().apply(_t(x))
+    packed = SlogDet().apply(to_float(x))
     return getitem(packed, (Ellipsis, 0)), getitem(packed, (Ellipsis, 1))
 
 
+@op
 def det(x):
     """Determinant per matrix (``sign * exp(log|det|)``, so its gradient is ``det * A^-T``)."""
     sign, logdet = slogdet(x)
     return sign * math.exp(logdet)
 
 
+@op
 def logdet(x):
     """``log det(x)`` for matrices with positive determinant (e.g. symmetric positive definite).
     """
@@ -86,10 +87,11 @@ class Solve(Function):
         return ga, (gb[..., 0] if self.vector else gb)
 
 
+@op
 def solve(a, b):
     """``x`` with ``a @ x = b`` (b a matrix (..., n, k) or a vector (..., n)). Gradients
     ``g_b = A^-T G`` and ``g_A = -g_b x^T``."""
-    return Solve().apply(_t(a), _t(b))
+    return Solve().apply(to_float(a), to_float(b))
 
 
 class SolveTriangular(Function):
@@ -113,10 +115,11 @@ class SolveTriangular(Function):
         return ga, (gb[..., 0] if self.vector else gb)
 
 
+@op
 def solve_triangular(a, b, lower=False):
     """Solve with the lower (or upper) triangle of ``a`` only; the other triangle is ignored
     and gets no gradient."""
-    return SolveTriangular(lower).apply(_t(a), _t(b))
+    return SolveTriangular(lower).apply(to_float(a), to_float(b))
 
 
 class Cholesky(Function):
@@ -138,6 +141,7 @@ class Cholesky(Function):
         return ((s + _mT(s)) / 2,)
 
 
+@op
 def cholesky(x, upper=False):
     """Cholesky factor ``L`` (lower; ``L^T`` with ``upper``) of each symmetric positive definite
     matrix, ``x = L L^T``. Gradient: Murray (2016), eq. 10, symmetrized.
@@ -145,13 +149,14 @@ def cholesky(x, upper=False):
     Raises:
         numpy.linalg.LinAlgError: for a matrix that is not positive definite.
     """
-    return Cholesky(upper).apply(_t(x))
+    return Cholesky(upper).apply(to_float(x))
 
 
+@op
 def cholesky_inverse(x, upper=False):
     """The inverse of ``A = L L^T`` from its Cholesky factor ``x`` (``L``, or ``U = L^T`` with
     ``upper``)."""
-    f = _t(x)
+    f = to_float(x)
     lt = layout.transpose(f, tuple(range(f.ndim - 2)) + (f.ndim - 1, f.ndim - 2))
     return inv(core.matmul(lt, f) if upper else core.matmul(f, lt))
 
@@ -176,19 +181,21 @@ class Eigh(Function):
         return ((g + _mT(g)) / 2,)
 
 
+@op
 def eigh(x):
     """``(eigenvalues, eigenvectors)`` of symmetric matrices (the lower triangle is read).
     Gradient (Giles 2008, sec. 3.1) assumes distinct eigenvalues."""
-    packed = Eigh().apply(_t(x))
+    packed = Eigh().apply(to_float(x))
     return getitem(packed, (Ellipsis, 0, slice(None))), getitem(packed, (Ellipsis,
                                                                          slice(1, None),
                                                                          slice(None)))
 
 
+@op
 def eig(x):
     """Eigenvalues and eigenvectors of general square matrices (complex in general). No
     gradient flows (kerasrs differentiates real tensors only)."""
-    x = _t(x)
+    x = to_float(x)
     w, v = x.backend.xp.linalg.eig(x.data)
     return constant(w, x.backend), constant(v, x.backend)
 
@@ -212,6 +219,7 @@ class QR(Function):
         return (_mT(xp.linalg.solve(r, _mT(rhs))),)
 
 
+@op
 def qr(x, mode="reduced"):
     """``(q, r)`` with ``x = q @ r``. Differentiable for ``mode="reduced"`` and tall or square
     matrices (Walter & Lehmann 2018, eq. 3.8); other cases return constants.
@@ -221,7 +229,7 @@ def qr(x, mode="reduced"):
     """
     if mode not in ("reduced", "complete"):
         raise ValueError(f"qr: mode must be 'reduced' or 'complete'. Received: mode={mode!r}")
-    x = _t(x)
+    x = to_float(x)
     m, n = x.shape[-2], x.shape[-1]
     if mode == "reduced" and m >= n:
         packed = QR().apply(x)
@@ -240,11 +248,12 @@ class SingularValues(Function):
         return ((self.u * gy[..., None, :]) @ self.vh,)
 
 
+@op
 def svd(x, full_matrices=True, compute_uv=True):
     """Singular value decomposition ``x = u @ diag(s) @ vh``: ``(u, s, vh)`` or, without
     ``compute_uv``, ``s``. The singular values are differentiable (gradient ``U diag(g) V^T``);
     ``u`` and ``vh`` are returned as constants (no gradient flows through them)."""
-    x = _t(x)
+    x = to_float(x)
     s = SingularValues().apply(x)
     if not compute_uv:
         return s
@@ -270,32 +279,36 @@ class Pinv(Function):
                 + _mT(p) @ p @ _mT(g) @ right,)
 
 
+@op
 def pinv(x, rcond=1e-15):
     """Moore-Penrose pseudo-inverse. Gradient: Golub & Pereyra (1973), Theorem 4.3, valid
     where the rank is locally constant."""
-    return Pinv(rcond).apply(_t(x))
+    return Pinv(rcond).apply(to_float(x))
 
 
+@op
 def lstsq(a, b, rcond=None):
     """Least-squares solution ``x`` minimizing ``||a x - b||`` (via `pinv`, differentiable)."""
-    a, b = _t(a), _t(b)
+    a, b = to_float(a), to_float(b)
     cutoff = 1e-15 if rcond is None else rcond
     if b.ndim == 1:
         return layout.reshape(core.matmul(pinv(a, cutoff), layout.expand_dims(b, -1)), (-1,))
     return core.matmul(pinv(a, cutoff), b)
 
 
+@op
 def matrix_rank(x, tol=None):
     """Number of singular values above ``tol``. An int Tensor, no gradient."""
-    x = _t(x)
+    x = to_float(x)
     return constant(x.backend.xp.linalg.matrix_rank(x.data, tol), x.backend)
 
 
+@op
 def lu_factor(x):
     """``(lu, pivots)``: LU factors with partial pivoting packed as LAPACK's ``getrf`` (unit
     lower triangle below the diagonal, U on and above) and the 0-based row swaps, as
     ``scipy.linalg.lu_factor``. No gradient flows (use `solve` to differentiate)."""
-    x = _t(x)
+    x = to_float(x)
     a = np.array(x.numpy(), dtype="float64")
     n = a.shape[-1]
     piv = np.zeros(a.shape[:-1], dtype="int32")
@@ -316,10 +329,7 @@ def lu_factor(x):
                                                                 x.backend)
 
 
-__all__ = ["inv", "slogdet", "det", "logdet", "solve", "solve_triangular", "cholesky",
-           "cholesky_inverse", "eigh", "eig", "qr", "svd", "pinv", "lstsq", "matrix_rank",
-           "lu_factor"]
-
-from kerasrs.ops.reduction import norm  # noqa: E402,F401  (keras.ops.linalg.norm)
-
-__all__ += ["norm"]
+# keras.ops.linalg: these names (kerasrs.ops has them too)
+__all__ = ["cholesky", "cholesky_inverse", "det", "eig", "eigh", "inv", "logdet", "lstsq",
+           "lu_factor", "matrix_rank", "norm", "pinv", "qr", "slogdet", "solve",
+           "solve_triangular", "svd"]

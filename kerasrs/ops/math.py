@@ -6,7 +6,8 @@ import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.backend import is_float_dtype, standardize_dtype
-from kerasrs.ops.core import constant
+from kerasrs.ops.core import constant, no_gradient
+from kerasrs.ops.dispatch import op
 
 
 # -- unary elementwise -------------------------------------------------------------------------
@@ -28,12 +29,13 @@ class Unary(Function):
 
 
 def _unary(name, f, df, doc):
-    def op(x):
+    """The public op ``name``: `Unary` of ``f`` and its derivative ``df``."""
+    def fn(x):
         return Unary(name, f, df).apply(x)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc
-    return op
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return op(fn)
 
 
 def _quiet(fn):
@@ -82,6 +84,7 @@ class Erf(Function):
 _TWO_OVER_SQRT_PI = 1.1283791670955126
 
 
+@op
 def erf(x):
     """The error function ``2/sqrt(pi) * integral_0^x exp(-t**2) dt``, elementwise.
 
@@ -92,30 +95,35 @@ def erf(x):
     return Erf().apply(x)
 
 
+@op
 def isnan(x):
     """Elementwise ``x != x``: a bool Tensor. No gradient flows."""
     x = convert_to_tensor(x)
     return constant(x.backend.xp.isnan(x.data), x.backend)
 
 
+@op
 def isfinite(x):
     """Elementwise "neither inf nor NaN": a bool Tensor. No gradient flows."""
     x = convert_to_tensor(x)
     return constant(x.backend.xp.isfinite(x.data), x.backend)
 
 
+@op
 def isinf(x):
     """Elementwise ``|x| == inf``: a bool Tensor. No gradient flows."""
     x = convert_to_tensor(x)
     return constant(x.backend.xp.isinf(x.data), x.backend)
 
 
+@op
 def sign(x):
     """Elementwise sign (-1, 0 or 1). Piecewise constant: no gradient flows."""
     x = convert_to_tensor(x)
     return constant(x.backend.xp.sign(x.data), x.backend)
 
 
+@op
 def cast(x, dtype):
     """``x`` converted to ``dtype`` (a name such as "float16" or "bfloat16", or a dtype).
 
@@ -150,6 +158,7 @@ class Where(Function):
         return None, self.xp.where(self.cond, gy, zero), self.xp.where(self.cond, zero, gy)
 
 
+@op
 def where(condition, x1=None, x2=None):
     """Elementwise ``x1 if condition else x2``, broadcasting all three. With only
     ``condition``, returns the indices where it is true (as NumPy's ``nonzero``)."""
@@ -160,11 +169,13 @@ def where(condition, x1=None, x2=None):
     return Where().apply(np.asarray(c) if isinstance(c, list) else c, x1, x2)
 
 
+@op
 def maximum(x1, x2):
     """Elementwise maximum. At ties the gradient is split evenly between the two inputs."""
     return _MaxMin(True).apply(x1, x2)
 
 
+@op
 def minimum(x1, x2):
     """Elementwise minimum. At ties the gradient is split evenly between the two inputs."""
     return _MaxMin(False).apply(x1, x2)
@@ -197,6 +208,7 @@ class Clip(Function):
         return (gy * ((self.x >= self.lo) & (self.x <= self.hi)),)
 
 
+@op
 def clip(x, x_min, x_max):
     """Elementwise clamp to ``[x_min, x_max]``. Gradient 1 inside (ends included), 0 outside."""
     return Clip(x_min, x_max).apply(x)
@@ -270,18 +282,21 @@ class MaxMinReduce(Function):
         return (hit * (gy / count).astype(gy.dtype),)
 
 
+@op
 def sum(x, axis=None, keepdims=False):  # noqa: A001
     """Sum over ``axis`` (int, tuple or None for all axes); ``keepdims`` keeps size-1 axes."""
     _check_axis("sum", x, axis)
     return Sum(axis, keepdims).apply(x)
 
 
+@op
 def mean(x, axis=None, keepdims=False):
     """Arithmetic mean over ``axis`` (int, tuple or None)."""
     _check_axis("mean", x, axis)
     return Mean(axis, keepdims).apply(x)
 
 
+@op
 def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     """Maximum over ``axis``. Ties share the gradient evenly."""
     _check_axis("max", x, axis)
@@ -289,6 +304,7 @@ def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     return y if initial is None else maximum(y, initial)
 
 
+@op
 def min(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     """Minimum over ``axis``. Ties share the gradient evenly."""
     _check_axis("min", x, axis)
@@ -299,32 +315,48 @@ def min(x, axis=None, keepdims=False, initial=None):  # noqa: A001
 amax, amin = max, min
 
 
+@op
 def argmax(x, axis=None, keepdims=False):
     """Index of the maximum along ``axis`` (flattened when None). Integer result, no gradient."""
     x = convert_to_tensor(x)
     return constant(x.backend.xp.argmax(x.data, axis=axis, keepdims=keepdims), x.backend)
 
 
+@op
 def argmin(x, axis=None, keepdims=False):
     """Index of the minimum along ``axis`` (flattened when None). Integer result, no gradient."""
     x = convert_to_tensor(x)
     return constant(x.backend.xp.argmin(x.data, axis=axis, keepdims=keepdims), x.backend)
 
 
+@op
+def view(x, dtype=None):
+    """The bytes of ``x`` reinterpreted as ``dtype``. No gradient flows."""
+    return no_gradient(x, lambda xp, a: a.view(standardize_dtype(dtype)))
+
+
+@op
+def saturate_cast(x, dtype):
+    """``x`` cast to ``dtype`` with values first clipped to that dtype's range."""
+    dt = np.dtype(standardize_dtype(dtype))
+    x = convert_to_tensor(x)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        x = clip(x, float(info.min), float(info.max))
+    return cast(x, dt)
+
+
 def _install_methods():
-    """Tensor methods that NumPy users expect, delegating to the ops above."""
-    Tensor.sum = lambda self, axis=None, keepdims=False: sum(self, axis, keepdims)
-    Tensor.mean = lambda self, axis=None, keepdims=False: mean(self, axis, keepdims)
-    Tensor.max = lambda self, axis=None, keepdims=False: max(self, axis, keepdims)
-    Tensor.min = lambda self, axis=None, keepdims=False: min(self, axis, keepdims)
-    Tensor.astype = lambda self, dtype: cast(self, dtype)
-    Tensor.__abs__ = lambda self: absolute(self)
+    """Tensor methods that NumPy users expect, delegating to the plain functions of the ops
+    above (``__wrapped__``: a method's ``self`` is never symbolic)."""
+    sum_, mean_, max_, min_ = sum.__wrapped__, mean.__wrapped__, max.__wrapped__, min.__wrapped__
+    cast_, absolute_ = cast.__wrapped__, absolute.__wrapped__
+    Tensor.sum = lambda self, axis=None, keepdims=False: sum_(self, axis, keepdims)
+    Tensor.mean = lambda self, axis=None, keepdims=False: mean_(self, axis, keepdims)
+    Tensor.max = lambda self, axis=None, keepdims=False: max_(self, axis, keepdims)
+    Tensor.min = lambda self, axis=None, keepdims=False: min_(self, axis, keepdims)
+    Tensor.astype = lambda self, dtype: cast_(self, dtype)
+    Tensor.__abs__ = lambda self: absolute_(self)
 
 
 _install_methods()
-
-
-__all__ = ["rsqrt", "erf", "isnan", "isfinite", "isinf", "exp", "log", "log1p", "expm1", "sqrt",
-           "square", "absolute", "abs", "tanh", "sin", "cos", "reciprocal", "sign", "cast", "where",
-           "maximum", "minimum", "clip", "sum", "mean", "max", "min", "amax", "amin", "argmax",
-           "argmin"]

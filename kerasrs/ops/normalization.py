@@ -1,4 +1,5 @@
-"""Fused normalization ops: batch normalization (training and inference) and layer normalization.
+"""Normalization ops: batch normalization (training and inference), layer normalization,
+``normalize`` (by the norm) and RMS normalization.
 
 Each training-time normalization is one `Function` whose backward is the closed form of the
 gradient (Ioffe & Szegedy, 2015, section 3), so the tape records one op instead of about ten and
@@ -21,10 +22,10 @@ because normalization is memory-bound.
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
-from kerasrs.ops import core, math
+from kerasrs.ops import core, math, reduction
+from kerasrs.ops.core import EPSILON, sorted_axes
+from kerasrs.ops.dispatch import op
 from kerasrs.ops.layout import reshape, transpose
-
-__all__ = ["batch_normalization", "fused_batch_normalization", "layer_normalization"]
 
 
 def _axis_list(op, axis, ndim):
@@ -141,6 +142,7 @@ def _params(op, x, gamma, beta, want):
     return out
 
 
+@op
 def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
     """``(x - mean) / sqrt(variance + epsilon) * scale + offset`` with given statistics
     (Keras's ``ops.batch_normalization``; the inference form of batch normalization).
@@ -198,6 +200,7 @@ class FusedLayerNorm(Function):
             gbeta.reshape(self.gamma_shape)
 
 
+@op
 def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, rms_scaling=False):
     """Layer normalization (Ba et al., 2016) over ``axis``, as Keras's ``ops.layer_normalization``.
 
@@ -223,8 +226,6 @@ def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, rms_sca
     want = tuple(x.shape[a] for a in axes)
     gamma, beta = _params("layer_normalization", x, gamma, beta, want)
     if rms_scaling:
-        from kerasrs.ops import reduction
-
         bshape = _param_shape(x.shape, set(axes))
         inv = math.rsqrt(core.add(reduction.var(x, axis=tuple(axes), keepdims=True), epsilon))
         return core.multiply(core.multiply(x, inv), reshape(gamma, bshape))
@@ -236,3 +237,77 @@ def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, rms_sca
                                 list(range(len(rest), x.ndim)), epsilon)
         return transpose(y, list(np.argsort(perm)))
     return FusedLayerNorm(want, float(epsilon)).apply(x, gamma, beta)
+
+
+# -- normalize and RMS normalization (Keras's ops.normalize, ops.rms_normalization) --------
+class Normalize(Function):
+    """``x / max(norm_p(x), eps)``; for p = 2 as ``x * rsqrt(max(sum x^2, eps^2))``."""
+    half_in_float32 = "always"
+
+    def __init__(self, axis, order, epsilon):
+        self.axis, self.order, self.epsilon = axis, order, epsilon
+
+    def forward(self, x):
+        xp, p, eps = self.xp, self.order, self.epsilon
+        self.x = x
+        if p == 2:
+            s = (x * x).sum(axis=self.axis, keepdims=True)
+            self.inside = s > eps * eps
+            self.scale = 1 / xp.sqrt(xp.maximum(s, eps * eps))
+        else:
+            norm = ((xp.abs(x) ** p).sum(axis=self.axis, keepdims=True)) ** (1 / p)
+            self.inside = norm > eps
+            self.norm = norm
+            self.scale = 1 / xp.maximum(norm, eps)
+        return x * self.scale
+
+    def backward(self, gy):
+        xp, x, p, scale = self.xp, self.x, self.order, self.scale
+        dot = (gy * x).sum(axis=self.axis, keepdims=True) * self.inside
+        if p == 2:  # d/dx of x * s^-1/2 with s = sum x^2 (0 where the floor is active)
+            return (gy * scale - x * (dot * scale ** 3),)
+        safe = xp.where(self.inside, self.norm, 1)
+        dnorm = xp.sign(x) * (xp.abs(x) / safe) ** (p - 1)
+        return (gy * scale - dnorm * (dot * scale * scale),)
+
+
+@op
+def normalize(x, axis=-1, order=2, epsilon=None):
+    """``x / max(norm(x), epsilon)`` along ``axis``, Keras's ``ops.normalize``.
+
+    For ``order=2`` computed as ``x * rsqrt(max(sum(x**2), epsilon**2))``: Keras's forward rule
+    ``x * min(rsqrt(sum x**2), 1/epsilon)`` with the floor moved inside, so a zero vector gives
+    0 and finite gradients (``1/epsilon`` times the upstream gradient) instead of NaN.
+
+    Args:
+        x: float Tensor; a 0-d input is treated as shape ``(1,)``, as Keras does.
+        axis: int or tuple of ints. Defaults to -1.
+        order: int >= 1, the norm's exponent. Defaults to 2.
+        epsilon: lower bound for the norm; None means 1e-7 (Keras's ``epsilon()``).
+
+    Returns:
+        Tensor of ``x``'s shape (``(1,)`` for a 0-d input) and dtype.
+
+    Raises:
+        ValueError: if ``order`` is not an int >= 1, ``axis`` is out of range, or ``order`` is
+            not 2 while ``axis`` names several axes (a matrix norm in Keras).
+    """
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
+        raise ValueError(f"normalize: `order` must be an int >= 1. Received: order={order!r}")
+    x = convert_to_tensor(x)
+    if x.ndim == 0:
+        x = reshape(x, (1,))
+    axes = sorted_axes("normalize", x, axis)
+    if order != 2 and len(axes) > 1:
+        raise ValueError("normalize: an `order` other than 2 over several axes would be a matrix "
+                         f"norm, which is not supported. Received: order={order}, axis={axis}")
+    eps = EPSILON if epsilon is None else float(epsilon)
+    return Normalize(axes, int(order), eps).apply(x)
+
+
+@op
+def rms_normalization(x, scale=1, axis=-1, epsilon=None):
+    """``x / sqrt(mean(x**2, axis) + epsilon) * scale`` (Zhang & Sennrich 2019)."""
+    x = convert_to_tensor(x)
+    eps = 1e-6 if epsilon is None else epsilon
+    return x * math.rsqrt(math.mean(math.square(x), axis=axis, keepdims=True) + eps) * scale

@@ -33,6 +33,7 @@ from kerasrs.ops.convolution import (
     pad,
     unpad,
 )
+from kerasrs.ops.dispatch import op
 
 
 def _along(ndim, axis, start, step, count):
@@ -211,6 +212,7 @@ def _pool_geometry(op, inputs, pool_size, strides, padding, data_format):
     return geometry, channels_first
 
 
+@op
 def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
     """Max pooling over 1-D, 2-D or 3-D windows.
 
@@ -236,6 +238,7 @@ def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None)
     return MaxPool(geometry, channels_first).apply(inputs)
 
 
+@op
 def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
     """Average pooling over 1-D, 2-D or 3-D windows.
 
@@ -255,6 +258,3 @@ def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=N
     geometry, channels_first = _pool_geometry("average_pool", inputs, pool_size, strides,
                                               padding, data_format)
     return AveragePool(geometry, channels_first).apply(inputs)
-
-
-__all__ = ["average_pool", "max_pool"]

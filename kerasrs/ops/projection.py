@@ -164,6 +164,3 @@ def projection(x, kernel, bias=None, n_in=1, activation="linear"):
 
 def _shape(x):
     return x.data.shape if isinstance(x, Tensor) else np.shape(core.raw(x))
-
-
-__all__ = ["packed_projection", "projection"]

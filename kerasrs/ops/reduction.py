@@ -1,4 +1,5 @@
-"""Reductions and statistics: prod, var, std, moments, cumsum, logsumexp, norm, all/any.
+"""Reductions and statistics: prod, var, std, moments, cumsum, cumprod, diff, logsumexp, norm,
+all/any.
 
 Each differentiable one is a `Function` on arrays plus a public function with Keras's name.
 Axis conventions are NumPy's: ``axis`` None (all axes), an int (negative counts from the end)
@@ -12,8 +13,9 @@ import numpy as np
 from kerasrs.autodiff import Function, convert_to_tensor
 from kerasrs.backend import floatx, is_float_dtype
 from kerasrs.ops import math as ops_math
-from kerasrs.ops.layout import expand_dims, reshape, squeeze, transpose
-from kerasrs.ops.core import constant
+from kerasrs.ops.core import axis_index, constant, getitem
+from kerasrs.ops.dispatch import op
+from kerasrs.ops.layout import expand_dims, ravel, reshape, squeeze, transpose
 from kerasrs.ops.math import _axes, _check_axis, _expand_like
 
 
@@ -56,6 +58,7 @@ class Prod(Function):
         return (g * _expand_like(gy, x.shape, axes),)
 
 
+@op
 def prod(x, axis=None, keepdims=False, dtype=None):
     """Product of the elements over ``axis``; ``dtype`` casts the input first.
 
@@ -93,12 +96,14 @@ class Var(Function):
         return ((scale * self.centered).astype(gy.dtype, copy=False),)
 
 
+@op
 def var(x, axis=None, keepdims=False):
     """Population variance over ``axis`` (divides by ``n``, as Keras). Integers give floatx."""
     _check_axis("var", x, axis)
     return Var(axis, keepdims).apply(_float(x))
 
 
+@op
 def std(x, axis=None, keepdims=False):
     """Population standard deviation over ``axis``. Where it is 0 the gradient is 0 (a
     subgradient), not NaN."""
@@ -106,6 +111,7 @@ def std(x, axis=None, keepdims=False):
     return Var(axis, keepdims, std=True).apply(_float(x))
 
 
+@op
 def moments(x, axes, keepdims=False, synchronized=False):
     """Mean and population variance of ``x`` over ``axes``, as Keras's ``ops.moments``.
 
@@ -143,6 +149,7 @@ class CumSum(Function):
         return (xp.flip(xp.cumsum(xp.flip(gy, self.axis), axis=self.axis), self.axis),)
 
 
+@op
 def cumsum(x, axis=None, dtype=None):
     """Cumulative sum along ``axis`` (of the flattened tensor when None)."""
     x = convert_to_tensor(x)
@@ -176,6 +183,7 @@ class LogSumExp(Function):
         return (self.w * _expand_like(gy, self.shape, self.axes),)
 
 
+@op
 def logsumexp(x, axis=None, keepdims=False):
     """``log(sum(exp(x)))`` over ``axis``, computed stably: the max is taken out first, so
     large inputs do not overflow (``logsumexp([1000, 1000]) = 1000 + log 2``). The gradient is
@@ -250,6 +258,7 @@ class SvdNorm(Function):
         return (gy[..., None, None] * (u @ vh),)
 
 
+@op
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002  (Keras's argument name)
     """Vector or matrix norm, with NumPy's and Keras's rules for ``ord`` and ``axis``.
 
@@ -305,23 +314,26 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002  (Keras's argume
 
 
 # -- boolean reductions (no gradient) ----------------------------------------------------------
-def _bool_reduce(op, name):
+def _bool_reduce(reduce, name, doc):
     def fn(x, axis=None, keepdims=False):
         x = convert_to_tensor(x)
         _check_axis(name, x, axis)
-        return constant(op(x.data.astype(bool, copy=False), axis=axis, keepdims=keepdims),
+        return constant(reduce(x.data.astype(bool, copy=False), axis=axis, keepdims=keepdims),
                         x.backend)
 
     fn.__name__ = fn.__qualname__ = name
-    return fn
+    fn.__doc__ = doc
+    return op(fn)
 
 
-all = _bool_reduce(lambda a, **kw: a.all(**kw), "all")  # noqa: A001
-all.__doc__ = """True where every element over ``axis`` is non-zero: a bool Tensor, no gradient."""
-any = _bool_reduce(lambda a, **kw: a.any(**kw), "any")  # noqa: A001
-any.__doc__ = """True where some element over ``axis`` is non-zero: a bool Tensor, no gradient."""
+all = _bool_reduce(lambda a, **kw: a.all(**kw), "all",  # noqa: A001
+                   "True where every element over ``axis`` is non-zero: a bool Tensor, no "
+                   "gradient.")
+any = _bool_reduce(lambda a, **kw: a.any(**kw), "any",  # noqa: A001
+                   "True where some element over ``axis`` is non-zero: a bool Tensor, no gradient.")
 
 
+@op
 def count_nonzero(x, axis=None):
     """Number of non-zero elements over ``axis``: an int64 Tensor, no gradient."""
     x = convert_to_tensor(x)
@@ -329,5 +341,43 @@ def count_nonzero(x, axis=None):
     return constant(x.backend.xp.asarray((x.data != 0).sum(axis=axis), dtype="int64"), x.backend)
 
 
-__all__ = ["prod", "var", "std", "moments", "cumsum", "logsumexp", "norm", "all", "any",
-           "count_nonzero"]
+# -- differences and cumulative products -------------------------------------------------------
+@op
+def diff(a, n=1, axis=-1):
+    """The ``n``-th discrete difference along ``axis``."""
+    x = convert_to_tensor(a)
+    ax = axis_index(axis, x.ndim)
+    for _ in range(n):
+        hi = [slice(None)] * x.ndim
+        lo = [slice(None)] * x.ndim
+        hi[ax], lo[ax] = slice(1, None), slice(None, -1)
+        x = getitem(x, tuple(hi)) - getitem(x, tuple(lo))
+    return x
+
+
+class CumProd(Function):
+    def __init__(self, axis):
+        self.axis = axis
+
+    def forward(self, x):
+        self.x = x
+        self.y = self.xp.cumprod(x, axis=self.axis)
+        return self.y
+
+    def backward(self, gy):
+        # d y_j / d x_i = y_j / x_i for j >= i: a reversed cumulative sum of gy * y, over x
+        # (exact where x has no zeros; finite differences are used in the tests).
+        xp, ax = self.xp, self.axis
+        s = xp.flip(xp.cumsum(xp.flip(gy * self.y, ax), ax), ax)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (s / self.x,)
+
+
+@op
+def cumprod(x, axis=None, dtype=None):
+    """Cumulative product along ``axis`` (flattened when None). The gradient assumes no zeros
+    in ``x``."""
+    x = convert_to_tensor(x) if dtype is None else ops_math.cast(x, dtype)
+    if axis is None:
+        x, axis = ravel(x), 0
+    return CumProd(axis_index(axis, x.ndim)).apply(x)

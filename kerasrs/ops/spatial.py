@@ -5,8 +5,9 @@ import numpy as np
 
 from kerasrs.autodiff import convert_to_tensor
 from kerasrs.backend import settings
-from kerasrs.ops import core, layout, math
+from kerasrs.ops import core, layout, math, stacking
 from kerasrs.ops.core import constant, getitem
+from kerasrs.ops.dispatch import op
 
 
 def _tuple(value, n):
@@ -46,16 +47,18 @@ def _adaptive(x, output_size, data_format, reduce):
             for s, e in zip(starts, ends):
                 key[axis] = slice(int(s), int(e))
                 parts.append(math.max(getitem(x, tuple(key)), axis=axis, keepdims=True))
-            x = layout.concatenate(parts, axis=axis)
+            x = stacking.concatenate(parts, axis=axis)
     return x
 
 
+@op
 def adaptive_average_pool(inputs, output_size, data_format=None):
     """Average pooling to a fixed spatial ``output_size`` (int or tuple), with PyTorch's bins
     ``[floor(i n / o), ceil((i + 1) n / o))`` per axis; 1-D to 3-D spatial inputs."""
     return _adaptive(inputs, output_size, data_format, "avg")
 
 
+@op
 def adaptive_max_pool(inputs, output_size, data_format=None):
     """Max pooling to a fixed spatial ``output_size`` (bins as `adaptive_average_pool`)."""
     return _adaptive(inputs, output_size, data_format, "max")
@@ -76,6 +79,7 @@ def _patch_index(shape, kernel_size, dilation, padding, stride):
     return flat, (ph, pw), (hp, wp)
 
 
+@op
 def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding blocks of an (N, C, H, W) input as (N, C * kh * kw, L) (im2col, PyTorch's
     ``unfold`` layout: channel-major, then kernel row, then kernel column)."""
@@ -87,6 +91,7 @@ def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
     return layout.reshape(blocks, (x.shape[0], x.shape[1] * flat.shape[0], flat.shape[1]))
 
 
+@op
 def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """The adjoint of `unfold`: (N, C * kh * kw, L) blocks summed back into (N, C, H, W)
     (overlaps add up)."""
@@ -104,6 +109,7 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return getitem(img, (slice(None), slice(None), slice(ph, ph + h), slice(pw, pw + w)))
 
 
+@op
 def cdist(x, y):
     """Euclidean distances between the rows of ``x`` (..., m, d) and ``y`` (..., n, d):
     (..., m, n). The gradient at a zero distance is 0."""
@@ -133,6 +139,7 @@ def _groups(side):
     return out
 
 
+@op
 def rearrange(tensor, pattern, **axes_lengths):
     """einops-style reshape/transpose, e.g. ``rearrange(x, "b (h w) c -> b h w c", h=4)``.
 
@@ -161,4 +168,42 @@ def rearrange(tensor, pattern, **axes_lengths):
     return layout.reshape(y, tuple(int(np.prod([sizes[a] for a in g])) for g in right))
 
 
-__all__ = ["adaptive_average_pool", "adaptive_max_pool", "unfold", "fold", "cdist", "rearrange"]
+@op
+def psnr(x1, x2, max_val):
+    """Peak signal-to-noise ratio ``20 log10(max_val) - 10 log10(mse)`` in dB, over all
+    elements (Keras's ``ops.psnr``)."""
+    a, b = convert_to_tensor(x1), convert_to_tensor(x2)
+    mse = math.mean(math.square(a - b))
+    return 20.0 * np.log10(max_val) - 10.0 * math.log(mse) / np.log(10.0)
+
+
+def _on_channels_last(x, data_format, fn):
+    """``fn`` applied to the (N, H, W, C) view of the 4-D ``x``; the result in ``data_format``."""
+    x = convert_to_tensor(x)
+    if data_format != "channels_first":
+        return fn(x)
+    return layout.transpose(fn(layout.transpose(x, (0, 2, 3, 1))), (0, 3, 1, 2))
+
+
+def _depth_to_space_nhwc(x, b):
+    n, h, w, c = x.shape
+    y = layout.reshape(x, (n, h, w, b, b, c // (b * b)))
+    return layout.reshape(layout.transpose(y, (0, 1, 3, 2, 4, 5)), (n, h * b, w * b, c // (b * b)))
+
+
+def _space_to_depth_nhwc(x, b):
+    n, h, w, c = x.shape
+    y = layout.reshape(x, (n, h // b, b, w // b, b, c))
+    return layout.reshape(layout.transpose(y, (0, 1, 3, 2, 4, 5)), (n, h // b, w // b, b * b * c))
+
+
+@op
+def depth_to_space(x, block_size, data_format="channels_last"):
+    """Move channel blocks into spatial blocks: (N, H, W, C*b*b) -> (N, H*b, W*b, C)."""
+    return _on_channels_last(x, data_format, lambda t: _depth_to_space_nhwc(t, block_size))
+
+
+@op
+def space_to_depth(x, block_size, data_format="channels_last"):
+    """The inverse of `depth_to_space`: (N, H*b, W*b, C) -> (N, H, W, C*b*b)."""
+    return _on_channels_last(x, data_format, lambda t: _space_to_depth_nhwc(t, block_size))

@@ -1,5 +1,7 @@
 """Adam and AdamW: adaptive first- and second-moment estimates, with bias correction."""
 
+import math
+
 from kerasrs.optimizers import base
 
 
@@ -16,8 +18,8 @@ class Adam(base.Optimizer):
         w = w - alpha * m / (sqrt(v) + epsilon)
 
     One step is one multi-tensor call of the backend kernel ``adam_update`` over all variables
-    (its NumPy twin in `kerasrs.backend.base.Backend` is the reference; the CPU and GPU backends
-    fuse it).
+    (its NumPy twin in `kerasrs.backend.kernels.optimizer` is the reference; the CPU and GPU
+    backends fuse it), with the bias correction folded into ``alpha`` once per step.
 
     Args:
         learning_rate: float, schedule or callable. Defaults to 0.001.
@@ -48,6 +50,8 @@ class Adam(base.Optimizer):
 
     def _update_all(self, pairs, lr):
         """The whole step as one multi-tensor ``backend.adam_update`` call per backend."""
+        t = float(self._iterations.data) + 1.0
+        alpha = lr * math.sqrt(1.0 - self.beta_2 ** t) / (1.0 - self.beta_1 ** t)
         by_backend = {}
         for g, var in pairs:
             by_backend.setdefault(var.backend, []).append((g, var))
@@ -56,8 +60,7 @@ class Adam(base.Optimizer):
             be.adam_update([v.data for _, v in group], [g for g, _ in group],
                            [self._momentums[i].data for i in slots],
                            [self._velocities[i].data for i in slots],
-                           lr, self.beta_1, self.beta_2, self.epsilon,
-                           float(self._iterations.data) + 1.0,
+                           alpha, self.beta_1, self.beta_2, self.epsilon,
                            v_hats=[self._velocity_hats[i].data for i in slots]
                            if self.amsgrad else None)
 

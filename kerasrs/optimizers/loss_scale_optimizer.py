@@ -17,6 +17,7 @@ TensorFlow's and Keras's LossScaleOptimizer):
 
 from kerasrs import autodiff
 from kerasrs import backend as backend_module
+from kerasrs.optimizers import serialization
 from kerasrs.optimizers.base import Optimizer
 
 
@@ -138,20 +139,17 @@ class LossScaleOptimizer(Optimizer):
         self.inner_optimizer.finalize_variable_values(var_list)
 
     def get_config(self):
-        from kerasrs import optimizers
-
-        return {"name": self.name, "inner_optimizer": optimizers.serialize(self.inner_optimizer),
+        return {"name": self.name,
+                "inner_optimizer": serialization.serialize(self.inner_optimizer),
                 "initial_scale": self.initial_scale,
                 "dynamic_growth_steps": self.dynamic_growth_steps}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from kerasrs import optimizers
-
         config = dict(config)
         inner = config.pop("inner_optimizer")
         if isinstance(inner, dict):
-            inner = optimizers.deserialize(inner, custom_objects)
+            inner = serialization.deserialize(inner, custom_objects)
         keep = ("name", "initial_scale", "dynamic_growth_steps")
         return cls(inner, **{k: v for k, v in config.items() if k in keep})
 

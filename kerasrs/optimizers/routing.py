@@ -6,7 +6,8 @@ A map key is a variable path or a regular expression matched in full against it
 
 import re
 
-from kerasrs.optimizers import base
+from kerasrs import registry
+from kerasrs.optimizers import base, serialization
 
 
 class OptimizerMap:
@@ -68,17 +69,13 @@ class OptimizerMap:
         return self[getattr(variable, "path", None) or variable.name]
 
     def get_config(self):
-        from kerasrs import optimizers
-
-        return {"default_optimizer": optimizers.serialize(self.default_optimizer),
-                "optimizer_map": {k: optimizers.serialize(v) for k, v in self._map.items()}}
+        return {"default_optimizer": serialization.serialize(self.default_optimizer),
+                "optimizer_map": {k: serialization.serialize(v) for k, v in self._map.items()}}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from kerasrs import optimizers
-
-        return cls(optimizers.deserialize(config["default_optimizer"], custom_objects),
-                   {k: optimizers.deserialize(v, custom_objects)
+        return cls(serialization.deserialize(config["default_optimizer"], custom_objects),
+                   {k: serialization.deserialize(v, custom_objects)
                     for k, v in config.get("optimizer_map", {}).items()})
 
 
@@ -147,11 +144,9 @@ class MultiOptimizer(base.Optimizer):
         return out
 
     def get_config(self):
-        from kerasrs.saving import object_registry
-
         mapping = self._optimizer_map
         cfg = mapping.get_config() if isinstance(mapping, OptimizerMap) else \
-            object_registry.serialize_keras_object(mapping)
+            registry.serialize_keras_object(mapping)
         return {"name": self.name, "optimizer_map": cfg,
                 "loss_scale_factor": self.loss_scale_factor}
 

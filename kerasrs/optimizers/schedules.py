@@ -8,6 +8,8 @@ in float64 and returned as Python floats; the optimizer casts them to each varia
 
 import math
 
+from kerasrs import registry
+
 
 class LearningRateSchedule:
     """Base class: subclasses implement ``__call__(step)`` and ``get_config``."""
@@ -272,3 +274,6 @@ def get(identifier):
         return deserialize(identifier)
     raise ValueError(f"schedules.get: cannot interpret {identifier!r} as a learning-rate "
                      "schedule. Received: type " + type(identifier).__name__)
+
+
+registry.register_kind(LearningRateSchedule, serialize)

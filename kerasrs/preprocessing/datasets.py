@@ -8,6 +8,8 @@ import os
 
 import numpy as np
 
+from kerasrs.preprocessing import image as image_module
+
 
 class Batches:
     """A sequence of batches computed on demand: ``batches[i]`` is ``make(indices_i)``.
@@ -165,8 +167,6 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
                                  pad_to_aspect_ratio=False, data_format=None, verbose=True):
     """Batches of ``(images, labels)``: float32 (batch, height, width, channels) images resized
     to ``image_size`` (through Pillow), one class per sub-directory."""
-    from kerasrs.preprocessing import image as image_module
-
     paths, ids, names = _index_directory(directory, labels, _IMAGE_FORMATS, class_names,
                                          follow_links)
     paths, ids = _split(paths, ids, shuffle, seed, validation_split, subset)

@@ -1,4 +1,5 @@
-"""Saving and loading models in Keras's file formats, and the registry of user objects.
+"""Saving and loading models in Keras's file formats; the registry of user objects is re-exported
+from `kerasrs.registry`.
 
 Three files, the ones Keras 3 writes (``tests/fixtures/keras/FORMATS.md`` describes them):
 
@@ -17,14 +18,17 @@ from the file: there is no pickle, and a ``Lambda`` layer's Python bytecode is r
 ``safe_mode=True``.
 """
 
+import contextlib
+import json
 import os
 
-from kerasrs.saving import atomic
+from kerasrs.registry import (CustomObjectScope, custom_object_scope,  # noqa: F401
+                              get_custom_objects, get_registered_name, get_registered_object,
+                              register_keras_serializable, serialize_keras_object)
+from kerasrs.saving import atomic, keras_zip, legacy_h5, model_config, weights_h5
+from kerasrs.saving.file_editor import KerasFileEditor  # noqa: F401
 from kerasrs.saving.npz import load_npz, save_npz  # noqa: F401
-from kerasrs.saving.object_registry import (CustomObjectScope, custom_object_scope,  # noqa: F401
-                                            deserialize_keras_object, get_custom_objects,
-                                            get_registered_name, get_registered_object,
-                                            register_keras_serializable, serialize_keras_object)
+from kerasrs.saving.serialization_lib import deserialize_keras_object  # noqa: F401
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
@@ -72,13 +76,9 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True, **kwargs
     _require_built(model, "save_model", filepath)
     with atomic.atomic_write(filepath, overwrite, "save_model") as tmp:
         if ext == ".keras":
-            from kerasrs.saving import keras_zip
-
             keras_zip.write(model, tmp)
         else:
-            import h5py
-
-            from kerasrs.saving import legacy_h5
+            import h5py  # lazily, as everywhere in saving: `import kerasrs` does not load HDF5
 
             with h5py.File(tmp, "w") as h5file:
                 legacy_h5.write_model(model, h5file, include_optimizer)
@@ -112,8 +112,6 @@ def save_weights(model, filepath, overwrite=True):
                          f"Received: filepath={os.fspath(filepath)!r}")
     _require_built(model, "save_weights", filepath)
     import h5py
-
-    from kerasrs.saving import weights_h5
 
     with atomic.atomic_write(filepath, overwrite, "save_weights") as tmp:
         with h5py.File(tmp, "w") as h5file:
@@ -165,8 +163,6 @@ def _open_h5(filepath, who):
 
 def _reading(who, filepath):
     """Turn low-level read failures inside a file into one clear ValueError."""
-    import contextlib
-
     @contextlib.contextmanager
     def guard():
         try:
@@ -204,8 +200,6 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     kind = _file_kind(filepath, "load_model")
     with _reading("load_model", filepath):
         if kind == "zip":
-            from kerasrs.saving import keras_zip
-
             return keras_zip.load_model(os.fspath(filepath), custom_objects, compile, safe_mode)
         with _open_h5(filepath, "load_model") as h5file:
             return _load_legacy_model(h5file, os.fspath(filepath), custom_objects, compile,
@@ -213,8 +207,6 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
 
 
 def _load_legacy_model(h5file, filepath, custom_objects, compile, safe_mode):
-    from kerasrs.saving import legacy_h5, model_config
-
     where = repr(filepath)
     config = legacy_h5.read_json_attr(h5file, "model_config", where)
     if config is None:
@@ -268,12 +260,8 @@ def load_weights(model, filepath, skip_mismatch=False, by_name=False, **kwargs):
         if kind == "zip":
             if by_name:
                 raise ValueError(_BY_NAME_ERROR + f"Received: filepath={where}")
-            from kerasrs.saving import keras_zip
-
             keras_zip.load_weights(model, os.fspath(filepath), skip_mismatch)
             return
-        from kerasrs.saving import legacy_h5, weights_h5
-
         with _open_h5(filepath, "load_weights") as h5file:
             legacy = "model_weights" in h5file or "layer_names" in h5file.attrs or \
                 "layer_names0" in h5file.attrs
@@ -292,10 +280,6 @@ _BY_NAME_ERROR = ("load_weights: `by_name` only supports loading legacy '.h5' or
 
 def model_from_json(json_string, custom_objects=None, safe_mode=True):
     """A new (unbuilt unless its input is known) model from `Model.to_json`'s string."""
-    import json
-
-    from kerasrs.saving import model_config
-
     try:
         config = json.loads(json_string)
     except (TypeError, ValueError) as e:
@@ -306,14 +290,11 @@ def model_from_json(json_string, custom_objects=None, safe_mode=True):
 
 def to_json(model, **kwargs):
     """The model's Keras 3 config as a JSON string (Keras's `Model.to_json`)."""
-    from kerasrs.saving import model_config
-
     return model_config.to_json(model, **kwargs)
 
 
-__all__ = ["KerasFileEditor", "save_model", "load_model", "save_weights", "load_weights", "save_npz", "load_npz",
+__all__ = ["KerasFileEditor", "save_model", "load_model", "save_weights", "load_weights",
+           "save_npz", "load_npz",
            "model_from_json", "to_json", "register_keras_serializable", "get_registered_name",
            "get_registered_object", "get_custom_objects", "custom_object_scope",
            "CustomObjectScope", "serialize_keras_object", "deserialize_keras_object"]
-
-from kerasrs.saving.file_editor import KerasFileEditor  # noqa: E402,F401

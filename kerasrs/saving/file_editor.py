@@ -8,7 +8,6 @@ the ``<path>/vars/<i>`` datasets of the file (see `kerasrs.saving.weights_h5`).
 import io
 import zipfile
 
-import h5py
 import numpy as np
 
 from kerasrs.saving import atomic, keras_zip, weights_h5
@@ -22,6 +21,8 @@ class KerasFileEditor:
     """
 
     def __init__(self, filepath):
+        import h5py  # lazily, as everywhere in saving: `import kerasrs` does not load HDF5
+
         self.filepath = str(filepath)
         self._members = {}
         if self.filepath.endswith(".keras"):
@@ -131,6 +132,8 @@ class KerasFileEditor:
                 f.write(self._weights_bytes())
 
     def _weights_bytes(self):
+        import h5py
+
         buffer = io.BytesIO()
         with h5py.File(buffer, "w") as f:
             for path, weights in self.weights_dict.items():
@@ -141,6 +144,8 @@ class KerasFileEditor:
 
 
 def _read(h5file):
+    import h5py
+
     out = {}
 
     def visit(name, obj):

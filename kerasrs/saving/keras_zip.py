@@ -15,8 +15,7 @@ import io
 import json
 import zipfile
 
-import h5py
-
+from kerasrs import version
 from kerasrs.saving import legacy_h5, model_config, weights_h5
 
 WEIGHTS_NAME = "model.weights.h5"
@@ -24,11 +23,11 @@ WEIGHTS_NAME = "model.weights.h5"
 
 def write(model, filepath):
     """Write ``model`` to ``filepath`` (an open temporary path; see `kerasrs.saving.atomic`)."""
-    import kerasrs
+    import h5py  # lazily, as everywhere in saving: `import kerasrs` does not load HDF5
 
     config = model_config.model_to_config(model)
     config["compile_config"] = model_config.compile_config(model)
-    metadata = {"keras_version": legacy_h5.KERAS_VERSION, "kerasrs_version": kerasrs.__version__,
+    metadata = {"keras_version": legacy_h5.KERAS_VERSION, "kerasrs_version": version.__version__,
                 "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as h5file:
@@ -59,6 +58,8 @@ def _read(archive, name, filepath):
 
 
 def _weights(archive, filepath):
+    import h5py
+
     data = _read(archive, WEIGHTS_NAME, filepath)
     if data is None:
         raise ValueError(f"load_model: {filepath!r} has no {WEIGHTS_NAME} entry, so its "

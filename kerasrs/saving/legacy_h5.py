@@ -24,10 +24,11 @@ left half-loaded.
 import json
 import warnings
 
-import h5py
 import numpy as np
 
-from kerasrs.saving import model_config
+from kerasrs import backend as backend_module
+from kerasrs import version
+from kerasrs.saving import model_config, weights_h5
 
 KERAS_VERSION = "3.15.1"  # the Keras release whose layout these files follow
 HDF5_OBJECT_HEADER_LIMIT = 64512  # bytes an attribute may hold before Keras splits it
@@ -49,6 +50,8 @@ def write_string_list(group, name, strings):
     if n == 1:
         group.attrs[name] = data
         return
+    import h5py  # lazily, as everywhere in saving: `import kerasrs` does not load HDF5
+
     for i, chunk in enumerate(np.array_split(np.array(data, dtype=object), n)):
         group.attrs.create(f"{name}{i}", chunk, dtype=h5py.string_dtype("ascii"))
 
@@ -123,13 +126,10 @@ def _top_level_weights(model):
 
 def write_model(model, h5file, include_optimizer=True):
     """Write the whole legacy full-model layout into an open, empty ``h5py.File``."""
-    import kerasrs
-    from kerasrs import backend as backend_module
-
     backend_name = backend_module.backend()
     h5file.attrs["backend"] = backend_name
     h5file.attrs["keras_version"] = KERAS_VERSION
-    h5file.attrs["kerasrs_version"] = kerasrs.__version__
+    h5file.attrs["kerasrs_version"] = version.__version__
     h5file.attrs["model_config"] = json.dumps(model_config.legacy_model_config(model)).encode(
         "utf8")
     training = model_config.training_config(model) if include_optimizer else None
@@ -246,8 +246,6 @@ def load_weights(model, h5file, skip_mismatch=False, by_name=False, where="the f
         ValueError: for a layer-count mismatch, or (without ``skip_mismatch``) any layer that
             does not fit, naming the layer, the weight and both shapes; nothing is assigned then.
     """
-    from kerasrs.saving import weights_h5
-
     assignments, problems = plan_load(model, weights_root(h5file, who), by_name, where, who)
     if problems and not skip_mismatch:
         raise ValueError(f"{who}: " + " ".join(msg for _, msg in problems) +
@@ -266,8 +264,6 @@ def load_optimizer_weights(model, h5file, where="the file"):
     A state that does not fit the optimizer is skipped with a warning (as Keras does), so the
     model still loads; training then starts from a fresh optimizer state.
     """
-    from kerasrs.saving import weights_h5
-
     group = h5file.get("optimizer_weights")
     optimizer = getattr(model, "optimizer", None)
     if group is None or optimizer is None:

@@ -17,14 +17,16 @@ The compile config uses Keras's keys (``optimizer``, ``loss``, ``loss_weights``,
 
 import json
 
-from kerasrs.saving import object_registry
+from kerasrs import losses, metrics, optimizers, registry
+from kerasrs.layers import serialization
+from kerasrs.saving import serialization_lib
 
 _LAYER_ENTRY_ONLY = ("module", "registered_name", "build_config")
 
 
 def model_to_config(model):
     """The Keras 3 serialized dict of ``model`` (no compile config)."""
-    return object_registry.serialize_keras_object(model)
+    return registry.serialize_keras_object(model)
 
 
 def legacy_model_config(model):
@@ -64,16 +66,15 @@ def model_from_config(config, custom_objects=None, safe_mode=True, where="load_m
         ValueError: for an unknown class (naming it and saying how to register it), or
             Python bytecode under ``safe_mode``.
     """
-    from kerasrs.layers import serialization
-
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"{where}: a model config must be a dict with 'class_name' and "
                          f"'config'. Received: {str(config)[:200]!r}")
     config = {k: v for k, v in config.items() if k != "compile_config"}
-    prepared, objects = object_registry.prepare_config(config, custom_objects, safe_mode, where)
+    prepared, objects = serialization_lib.prepare_config(config, custom_objects, safe_mode,
+                                                         where)
     if not isinstance(prepared, dict):
         return prepared  # a registered non-layer object (not a model)
-    object_registry.check_layer_classes(prepared, objects, where)
+    serialization_lib.check_layer_classes(prepared, objects, where)
     model = serialization.deserialize(prepared, objects)
     if not model.built and prepared.get("build_config"):
         model.build_from_config(prepared["build_config"])
@@ -86,7 +87,7 @@ def compile_config(model):
     config = model.get_compile_config() if getattr(model, "compiled", False) else None
     if not config:
         return {}
-    out = {"optimizer": object_registry.serialize_keras_object(model.optimizer)}
+    out = {"optimizer": registry.serialize_keras_object(model.optimizer)}
     for key in ("loss", "loss_weights", "metrics", "weighted_metrics"):
         out[key] = _serialize_value(config.get(key))
     out["run_eagerly"] = bool(config.get("run_eagerly") or False)
@@ -114,21 +115,18 @@ def _serialize_value(value):
         return [_serialize_value(v) for v in value]
     if isinstance(value, dict):
         return {k: _serialize_value(v) for k, v in value.items()}
-    from kerasrs import losses
-
     if isinstance(value, losses.LossFunctionWrapper):
-        fn = object_registry.serialize_keras_object(value.fn)
+        fn = registry.serialize_keras_object(value.fn)
         if not value._fn_kwargs and value.reduction == "sum_over_batch_size":
             return fn
-    return object_registry.serialize_keras_object(value)
+    return registry.serialize_keras_object(value)
 
 
 def compile_args(config, custom_objects=None, safe_mode=True, where="load_model"):
     """Keyword arguments for ``model.compile`` from a Keras 3 ``compile_config`` or a legacy
     ``training_config`` (optimizer, losses and metrics rebuilt as objects)."""
-    from kerasrs import losses, metrics, optimizers
-
-    prepared, objects = object_registry.prepare_config(config, custom_objects, safe_mode, where)
+    prepared, objects = serialization_lib.prepare_config(config, custom_objects, safe_mode,
+                                                         where)
     optimizer = prepared.get("optimizer", prepared.get("optimizer_config", "rmsprop"))
     if isinstance(optimizer, dict):
         optimizer = optimizers.deserialize(optimizer, custom_objects=objects)
@@ -139,7 +137,7 @@ def compile_args(config, custom_objects=None, safe_mode=True, where="load_model"
         if isinstance(value, dict) and "class_name" not in value:
             return {k: rebuild(v, module) for k, v in value.items()}
         if isinstance(value, dict) and value["class_name"] == "function":
-            return object_registry._deserialize_builtin(value, objects)
+            return serialization_lib._deserialize_builtin(value, objects)
         if isinstance(value, dict):
             return module.deserialize(value, custom_objects=objects)
         return value

@@ -6,7 +6,7 @@
 
 import numpy as np
 
-from kerasrs.saving import atomic
+from kerasrs.saving import atomic, legacy_h5
 
 
 def save_npz(model, filepath, overwrite=True):
@@ -76,6 +76,4 @@ def load_npz(model, filepath):
 
 
 def _unique_names(weights):
-    from kerasrs.saving import legacy_h5
-
     return legacy_h5._unique_names(weights)

@@ -24,7 +24,9 @@ import warnings
 
 import numpy as np
 
-from kerasrs.layers import naming
+from kerasrs import optimizers
+from kerasrs.layers import base, naming
+from kerasrs.trainers import trainer
 
 _SKIP_ATTRS = frozenset({"_layers", "_inbound_nodes", "_trainable_variables",
                          "_non_trainable_variables", "_regularized", "_losses", "history",
@@ -48,26 +50,28 @@ def _name_key(name):
     return f"~{name}" if name.startswith("_") else name
 
 
-def _base_classes():
-    from kerasrs.layers.base import Layer
-    from kerasrs.models import functional, model, sequential, trainer
-
-    return (Layer, model.Model, trainer.Trainer, sequential.Sequential, functional.Functional,
-            object)
-
-
+# Classes whose properties are machinery, not children (Keras skips ``dir(Model())`` alike), and
+# the models whose layers are stored by class name (``layers/dense``). kerasrs.models adds
+# `Model`, `Sequential` and `Functional` with `register_model_class`: models sit above saving.
+_BASE_CLASSES = [base.Layer, trainer.Trainer, object]
+_GRAPH_MODELS = []
 _reference = []
+
+
+def register_model_class(cls, graph=False):
+    """Treat ``cls`` as a base class of models (its properties are not saved as children);
+    ``graph``: a Sequential or functional model, whose ``layers`` go under ``layers/<key>``."""
+    _BASE_CLASSES.append(cls)
+    if graph:
+        _GRAPH_MODELS.append(cls)
 
 
 def _base_attributes():
     """Attributes every layer has (Keras skips ``dir(Layer())`` the same way) and the private
     state of the training machinery; the public ``optimizer`` stays a child, as in Keras."""
     if not _reference:
-        from kerasrs.layers.base import Layer
-        from kerasrs.models import trainer
-
-        layer = object.__new__(Layer)
-        Layer.__init__(layer, name="reference")  # a given name takes no default-name counter
+        layer = object.__new__(base.Layer)
+        base.Layer.__init__(layer, name="reference")  # a given name takes no default-name counter
         train = object.__new__(trainer.Trainer)
         trainer.Trainer.__init__(train)
         _reference.append(set(vars(layer)) | {k for k in vars(train) if k.startswith("_")})
@@ -76,42 +80,33 @@ def _base_attributes():
 
 def _attribute_names(obj):
     """Instance attributes plus properties defined by the object's own (non-base) classes."""
-    from kerasrs.models import model
-
-    bases = _base_classes()
     skip = _base_attributes()
     names = {k for k in vars(obj) if k not in _SKIP_ATTRS and k not in skip
              and not k.startswith("__")}
     for cls in type(obj).__mro__:
-        if cls in bases:
+        if cls in _BASE_CLASSES:
             continue
         names.update(k for k, v in vars(cls).items() if isinstance(v, property))
-    if isinstance(obj, model.Model) and not _is_graph_model(obj):
+    if isinstance(obj, trainer.Trainer) and not _is_graph_model(obj):
         names.add("layers")  # a subclassed model: Keras meets `layers` among the attributes
     return names - _SKIP_ATTRS
 
 
 def _is_graph_model(obj):
-    from kerasrs.models import functional, sequential
-
-    return isinstance(obj, (sequential.Sequential, functional.Functional))
+    return isinstance(obj, tuple(_GRAPH_MODELS))
 
 
 def own_variables(obj):
     """The variables an object stores in its own ``vars`` group, in Keras's order."""
-    from kerasrs.layers.base import Layer
-
-    if isinstance(obj, Layer):
+    if isinstance(obj, base.Layer):
         return list(obj._trainable_variables) + list(obj._non_trainable_variables)
     return list(obj.variables)
 
 
 def _is_saveable(value):
-    from kerasrs.layers.base import Layer
-    from kerasrs.optimizers import Optimizer
-
     # op layers (``x + 1`` in a functional model) have no weights and, as in Keras, no group
-    return isinstance(value, (Layer, Optimizer)) and not getattr(value, "_op_layer", False)
+    return isinstance(value, (base.Layer, optimizers.Optimizer)) and \
+        not getattr(value, "_op_layer", False)
 
 
 def walk(model, include_optimizer=True):
@@ -150,9 +145,7 @@ def walk(model, include_optimizer=True):
 
 
 def _children(obj, include_optimizer):
-    from kerasrs.layers.base import Layer
-
-    if not isinstance(obj, Layer):  # a LossScaleOptimizer's inner optimizer has a group too
+    if not isinstance(obj, base.Layer):  # a LossScaleOptimizer's inner optimizer has a group too
         inner = getattr(obj, "inner_optimizer", None)
         return [("inner_optimizer", inner)] if inner is not None else []
     out = [("layers", obj.layers)] if _is_graph_model(obj) else []
@@ -221,13 +214,11 @@ def plan_load(model, h5file, build_optimizer=True):
         not fit (missing, wrong count, wrong shape); ``notes`` are warnings that do not stop
         the load (an optimizer state that does not fit the optimizer).
     """
-    from kerasrs.optimizers import Optimizer
-
     assignments, problems, notes = [], [], []
     for path, obj in walk(model):
         variables = own_variables(obj)
         arrays = _stored_arrays(h5file, path)
-        if isinstance(obj, Optimizer):
+        if isinstance(obj, optimizers.Optimizer):
             if arrays is None:
                 continue  # no saved state: the optimizer keeps its own
             if build_optimizer and not obj.built and len(arrays) > len(variables):

@@ -7,6 +7,7 @@ import pytest
 
 import kerasrs
 from kerasrs.backend import numpy_backend
+from kerasrs.backend.kernels import conv2d
 from kerasrs.backend.base import Backend
 from kerasrs.testing import check_gradients
 
@@ -32,7 +33,7 @@ def _case(rng, dtype, window, c, filters=5):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of about one sample, so every batch is cut into several (uneven) blocks."""
-    monkeypatch.setattr(numpy_backend, "_CONV_CHUNK_BYTES", 1500)
+    monkeypatch.setattr(conv2d, "CHUNK_BYTES", 1500)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"),
 _PRELUDE = textwrap.dedent("""
     import ctypes, os, sys, threading, warnings
     import numpy as np
-    try:  # when SciPy is installed (scikit-learn brings it), numba's first compile loads its
-        import scipy.linalg.cython_blas  # noqa: F401  BLAS, whose OpenBLAS starts a thread pool:
-    except ImportError:  # not kerasrs's doing, so it is there before the first state()
+    try:  # numba's CPU target loads scipy.linalg's BLAS when SciPy is installed, and SciPy's own
+        import scipy.linalg  # OpenBLAS starts its thread pool then: the environment's, not ours
+    except ImportError:
         pass
 
     def n_tasks():

@@ -1,4 +1,4 @@
-"""The compiled LSTM and GRU gate kernels (`cpu_kernels.lstm_gates`, `lstm_gates_grad`,
+"""The compiled LSTM and GRU gate kernels (`kernels.rnn_gates`: `lstm_gates`, `lstm_gates_grad`,
 `gru_gates`, `gru_gates_grad`) against their NumPy twins in `Backend` (float32 and float64, odd
 sizes, size 1, non-contiguous arrays), the vectorized float32 sigmoid/tanh they use against
 float64 over the whole float32 range, and the LSTM and GRU ops without numba (the twins run)."""
@@ -8,8 +8,9 @@ import pytest
 
 import kerasrs
 from kerasrs.autodiff import GradientTape, Tensor
-from kerasrs.backend import cpu_threads, numpy_backend
+from kerasrs.backend import cpu_threads
 from kerasrs.backend.base import Backend
+from kerasrs.backend.kernels import cpu as kernels_cpu
 from kerasrs.ops import recurrent as rnn_ops
 
 pytest.importorskip("numba")
@@ -183,7 +184,7 @@ def test_op_without_numba_runs_the_twins_and_agrees(monkeypatch, rng, masked, ki
     mask = np.array([[1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 0]], bool) if masked else None
     op = getattr(rnn_ops, kind)
     compiled = _loss_and_grads(op, x, k, rk, b, mask)
-    monkeypatch.setattr(numpy_backend, "_kernels", [None])  # as if numba were missing
+    monkeypatch.setattr(kernels_cpu, "_numba", [None])  # as if numba were missing
     calls = []
     for name in (f"{kind}_gates", f"{kind}_gates_grad"):
         twin = getattr(Backend, name)

@@ -1,7 +1,7 @@
 """Build the CUDA kernel files for the CPU (g++ and cuda_cpu.h) and call them like CuPy does.
 
-``module(name)`` compiles ``kerasrs/backend/cuda/<name>.cu`` (exactly the text NVRTC gets, from
-``cuda_sources.source``) plus one registration line per name expression into a shared library,
+``module(name)`` compiles ``kerasrs/backend/kernels/<name>.cu`` (exactly the text NVRTC gets,
+from ``kernels.cuda.source``) plus one registration line per name expression into a shared library,
 and returns a `CpuModule`, whose ``get_function(expr)(grid, block, args)`` mirrors
 ``cupy.RawModule``. Arguments are checked against the C++ parameter types, so a launcher that
 passes a Python int or the wrong dtype fails here instead of corrupting memory on a GPU.
@@ -15,7 +15,8 @@ import subprocess
 
 import numpy as np
 
-from kerasrs.backend import cuda_sources
+from kerasrs.backend import kernels
+from kerasrs.backend.kernels import cuda
 
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "cuda_cpu.h"
@@ -30,8 +31,8 @@ def have_compiler():
 def translation_unit(name, text=None, common=None):
     """C++ source for kernel file ``name``: the emulation header, the kernels, registrations."""
     regs = "".join(f'static int kr_reg_{i} = kr_register("{e}", &{e});\n'
-                   for i, e in enumerate(cuda_sources.FILES[name]))
-    return f'#include "{HEADER}"\n{cuda_sources.source(name, text, common)}\n{regs}'
+                   for i, e in enumerate(kernels.FILES[name]))
+    return f'#include "{HEADER}"\n{cuda.source(name, text, common)}\n{regs}'
 
 
 def build(name, text=None, common=None, sanitize=False, opt="-O1"):

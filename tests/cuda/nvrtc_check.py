@@ -5,10 +5,11 @@ first, so they fail on a machine without a GPU; ``cupy_backends.cuda.libs.nvrtc`
 NVRTC library directly (from the ``nvidia-cuda-nvrtc`` wheel), which needs no device.
 """
 
-from kerasrs.backend import cuda_sources
+from kerasrs.backend import kernels
+from kerasrs.backend.kernels import cuda
 
 ARCHS = ("sm_75", "sm_90")
-OPTIONS = ("-std=c++17",)  # as cuda_kernels.cupy_loader
+OPTIONS = cuda.OPTIONS  # as CupyBackend's loader
 
 
 def nvrtc():
@@ -19,16 +20,16 @@ def nvrtc():
 
 def compile_file(name, arch, text=None):
     """Compile kernel file ``name`` (or ``text`` in its place) for ``arch`` with every name
-    expression of ``cuda_sources.FILES[name]``.
+    expression of ``kernels.FILES[name]``.
 
     Returns:
         (ok, log, lowered): whether it compiled, NVRTC's log, and the mangled name of each
         instantiation (empty when it failed).
     """
     lib = nvrtc()
-    prog = lib.createProgram(cuda_sources.source(name, text), f"{name}.cu", [], [])
+    prog = lib.createProgram(cuda.source(name, text), f"{name}.cu", [], [])
     try:
-        exprs = cuda_sources.FILES[name]
+        exprs = kernels.FILES[name]
         for e in exprs:
             lib.addNameExpression(prog, e)
         try:

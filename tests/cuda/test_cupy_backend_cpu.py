@@ -8,14 +8,14 @@ import cpu_cuda
 import numpy as np
 import pytest
 
-from kerasrs.backend import base, cuda_kernels
+from kerasrs.backend import base, kernels
 from kerasrs.backend.cupy_backend import CupyBackend
 
 pytestmark = pytest.mark.skipif(not cpu_cuda.have_compiler(), reason="needs g++ (C++20)")
 TWIN = base.Backend
 
 
-class Recorder(cuda_kernels.Kernels):
+class Recorder(kernels.Launcher):
     def launch(self, file, expr, grid, block, args):
         self.launched.append(expr)
         super().launch(file, expr, grid, block, args)
@@ -111,10 +111,13 @@ def test_in_place_kernels(emu, rng):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     check(emu, "lstm_gates", (f(3, 8), f(3, 2)))
     check(emu, "gru_gates", (f(3, 6), f(3, 6), f(3, 2)))
+    check(emu, "lstm_gates", (f(3, 8), f(3, 2), "tanh", "hard_sigmoid"))  # Keras 2's default
+    check(emu, "gru_gates_grad", (f(3, 6), f(3, 6), f(3, 2), f(3, 2), "hard_sigmoid", "relu"))
     ps = [f(5), f(2, 3)]
-    check(emu, "adam_update", (ps, [f(5), strided(f(2, 3))], [f(5), f(2, 3)],
-                               [np.abs(f(5)), np.abs(f(2, 3))], 1e-3, 0.9, 0.999, 1e-7, 3.0),
-          {"weight_decay": 0.004})
+    for v_hats in (None, [np.abs(f(5)), np.abs(f(2, 3))]):  # Adam, AMSGrad
+        check(emu, "adam_update", (ps, [f(5), strided(f(2, 3))], [f(5), f(2, 3)],
+                                   [np.abs(f(5)), np.abs(f(2, 3))], 1e-3, 0.9, 0.999, 1e-7,
+                                   v_hats))
     check(emu, "sgd_update", ([f(5), f(2, 3)], [f(5), f(2, 3)], [f(5), f(2, 3)], 0.1, 0.9, True))
 
 

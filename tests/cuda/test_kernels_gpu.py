@@ -79,16 +79,16 @@ def test_optimizer_updates_on_device(cp_be, dtype):
     lists[3] = [np.abs(v) for v in lists[3]]
     dev = [[cp.asarray(a) for a in lst] for lst in lists]
     for step in (1, 2):
-        TWIN.adam_update(np_be, lists[0], lists[1], lists[2], lists[3], 1e-3, 0.9, 0.999, 1e-7,
-                         step, 0.004)
-        cp_be.adam_update(dev[0], dev[1], dev[2], dev[3], 1e-3, 0.9, 0.999, 1e-7, step, 0.004)
+        alpha = 1e-3 * (1 - 0.999 ** step) ** 0.5 / (1 - 0.9 ** step)
+        TWIN.adam_update(np_be, lists[0], lists[1], lists[2], lists[3], alpha, 0.9, 0.999, 1e-7)
+        cp_be.adam_update(dev[0], dev[1], dev[2], dev[3], alpha, 0.9, 0.999, 1e-7)
     for lst, dlst in zip(lists, dev):
         for a, d in zip(lst, dlst):
             np.testing.assert_allclose(cp.asnumpy(d), a, rtol=1e-5, atol=1e-6)
     w, g, m = ([rng.standard_normal(s).astype(dtype) for s in shapes] for _ in range(3))
     dw, dg, dm = ([cp.asarray(a) for a in lst] for lst in (w, g, m))
-    TWIN.sgd_update(np_be, w, g, m, 0.1, 0.9, True, 0.01)
-    cp_be.sgd_update(dw, dg, dm, 0.1, 0.9, True, 0.01)
+    TWIN.sgd_update(np_be, w, g, m, 0.1, 0.9, True)
+    cp_be.sgd_update(dw, dg, dm, 0.1, 0.9, True)
     for a, d in zip(w + m, dw + dm):
         np.testing.assert_allclose(cp.asnumpy(d), a, rtol=1e-5, atol=1e-6)
 

@@ -7,19 +7,20 @@ import re
 import nvrtc_check
 import pytest
 
-from kerasrs.backend import cuda_sources
+from kerasrs.backend import kernels
+from kerasrs.backend.kernels import cuda
 
 pytest.importorskip("cupy_backends.cuda.libs.nvrtc",
                     reason="needs cupy-cuda13x and nvidia-cuda-nvrtc (installed by .ci/run)")
 
 
 @pytest.mark.parametrize("arch", nvrtc_check.ARCHS)
-@pytest.mark.parametrize("name", sorted(cuda_sources.FILES))
+@pytest.mark.parametrize("name", sorted(kernels.FILES))
 def test_kernel_file_compiles_with_every_instantiation(name, arch):
     ok, log, lowered = nvrtc_check.compile_file(name, arch)
     assert ok, log
     assert "warning" not in log, log
-    assert sorted(lowered) == sorted(cuda_sources.FILES[name])
+    assert sorted(lowered) == sorted(kernels.FILES[name])
     for expr, mangled in lowered.items():  # each instantiation exists, with its own type
         base = expr.split("<")[0]
         assert mangled.startswith("_Z") and base in mangled, (expr, mangled)
@@ -31,14 +32,14 @@ def test_kernel_file_compiles_with_every_instantiation(name, arch):
 
 def test_every_kernel_in_the_files_is_instantiated():
     """No __global__ template is left out of FILES (it would never be compiled for a type)."""
-    for name, exprs in cuda_sources.FILES.items():
-        text = cuda_sources.read(f"{name}.cu")
-        kernels = set(re.findall(r"__global__ void (\w+)\(", text))
-        assert kernels == {e.split("<")[0] for e in exprs}, name
+    for name, exprs in kernels.FILES.items():
+        text = cuda.read(f"{name}.cu")
+        found = set(re.findall(r"__global__ void (\w+)\(", text))
+        assert found == {e.split("<")[0] for e in exprs}, name
 
 
 def test_planted_syntax_error_is_reported_with_its_line():
-    lines = cuda_sources.read("softmax_ce.cu").splitlines()
+    lines = cuda.read("softmax_ce.cu").splitlines()
     at = next(i for i, s in enumerate(lines) if "loss[row] = s;" in s)  # 0-based
     lines[at] = lines[at].replace("loss[row] = s;", "loss[row] = s +* ;")
     ok, log, _ = nvrtc_check.compile_file("softmax_ce", "sm_75", "\n".join(lines))
@@ -47,9 +48,9 @@ def test_planted_syntax_error_is_reported_with_its_line():
 
 
 def test_planted_error_in_common_header_names_the_header():
-    text = cuda_sources.read("common.cuh").replace("return expf(x);", "return expf(undeclared_b);")
+    text = cuda.read("common.cuh").replace("return expf(x);", "return expf(undeclared_b);")
     lib = nvrtc_check.nvrtc()
-    src = cuda_sources.source("embedding").replace(cuda_sources.read("common.cuh"), text)
+    src = cuda.source("embedding").replace(cuda.read("common.cuh"), text)
     prog = lib.createProgram(src, "embedding.cu", [], [])
     with pytest.raises(lib.NVRTCError):
         lib.compileProgram(prog, ["--gpu-architecture=sm_90"])

@@ -14,7 +14,7 @@ import textwrap
 import cpu_cuda
 import pytest
 
-from kerasrs.backend import cuda_sources
+from kerasrs.backend.kernels import cuda
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SYNC_AFTER_STORE = "  buf[t] = v;\n  __syncthreads();\n"  # kr_block_reduce's first barrier
@@ -38,8 +38,8 @@ RUN = """
     libs = json.loads(sys.argv[2])
     import numpy as np
     import cpu_cuda
-    from kerasrs.backend import cuda_kernels
-    k = cuda_kernels.Kernels(np, lambda name: cpu_cuda.CpuModule(libs[name]), max_block=64)
+    from kerasrs.backend import kernels
+    k = kernels.Launcher(np, lambda name: cpu_cuda.CpuModule(libs[name]), max_block=64)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 200)).astype(np.float32)
     if "softmax_ce" in libs:
@@ -73,7 +73,7 @@ def _run_under_tsan(libs):
 
 
 def test_planted_missing_syncthreads_is_a_reported_race():
-    common = cuda_sources.read("common.cuh")
+    common = cuda.read("common.cuh")
     assert SYNC_AFTER_STORE in common
     planted = common.replace(SYNC_AFTER_STORE, "  buf[t] = v;\n", 1)
     out = _run_under_tsan({"softmax_ce": cpu_cuda.build("softmax_ce", common=planted,

@@ -272,7 +272,7 @@ def test_bad_inputs_name_the_layer_and_shapes():
         att([Q, V])
     with pytest.raises(ValueError, match=r"att: value_mask must have shape \(2, 4\)"):
         att([V, V], mask=[None, np.ones((2, 5), bool)])
-    with pytest.raises(ValueError, match=r"att: call the layer on a list"):
+    with pytest.raises(ValueError, match=r"att: the layer must be called on a list"):
         att(Q)
     with pytest.raises(ValueError, match="num_heads"):
         layers.MultiHeadAttention(num_heads=0, key_dim=2)

@@ -297,12 +297,12 @@ def test_conv2d_rejects_a_3d_input_naming_the_layer_and_shape():
 
 
 def test_kernel_larger_than_a_valid_input_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"my_conv: the kernel \(size \(5, 5\).*larger than the "
+    with pytest.raises(ValueError, match=r"my_conv: .*the kernel \(size \(5, 5\).*larger than the "
                                          r"input.*Received: input shape \(1, 3, 8, 1\)"):
         layers.Conv2D(4, 5, name="my_conv")(np.ones((1, 3, 8, 1), "float32"))
     built = layers.Conv1D(2, 4, name="c1")
     built(np.ones((1, 8, 1), "float32"))
-    with pytest.raises(ValueError, match=r"c1: the kernel.*\(1, 3, 1\)"):
+    with pytest.raises(ValueError, match=r"c1: .*the kernel.*\(1, 3, 1\)"):
         built(np.ones((1, 3, 1), "float32"))
     assert layers.Conv2D(4, 5, padding="same")(np.ones((1, 3, 3, 1), "float32")).shape == \
         (1, 3, 3, 4)

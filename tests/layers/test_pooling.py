@@ -137,7 +137,7 @@ def test_pooling_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match=r"pool: MaxPooling2D expects inputs of rank 4.*"
                                          r"\(2, 8, 8\)"):
         layers.MaxPooling2D(name="pool")(np.ones((2, 8, 8), "float32"))
-    with pytest.raises(ValueError, match=r"avg: the pool window \(size \(3,\).*larger.*"
+    with pytest.raises(ValueError, match=r"avg: .*the pool window \(size \(3,\).*larger.*"
                                          r"\(1, 2, 4\)"):
         layers.AveragePooling1D(3, name="avg")(np.ones((1, 2, 4), "float32"))
     with pytest.raises(ValueError, match="padding"):

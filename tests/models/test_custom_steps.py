@@ -152,7 +152,7 @@ def test_test_step_and_predict_step_overrides_are_used():
             return {"loss": self.compute_loss(y=y, y_pred=y_pred), "custom": 7.0}
 
         def predict_step(self, data):
-            x, _, _ = kerasrs.models.data_adapter.unpack_x_y_sample_weight(data)
+            x, _, _ = kerasrs.trainers.data_adapter.unpack_x_y_sample_weight(data)
             return self(x) * 2.0
 
     x, y = _data(8)

@@ -12,7 +12,8 @@ import pytest
 
 import kerasrs
 from kerasrs import layers
-from kerasrs.models import data_adapter, epoch_iterator, py_dataset
+from kerasrs.datasets import py_dataset
+from kerasrs.trainers import data_adapter, epoch_iterator
 
 
 @pytest.fixture(autouse=True)

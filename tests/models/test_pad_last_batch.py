@@ -103,7 +103,7 @@ def test_an_overridden_train_step_gets_the_short_batch():
 
 @pytest.mark.parametrize("rows,size", [(3, 4), (1, 4)])
 def test_pad_batches_repeats_rows_and_reports_the_real_count(rows, size):
-    from kerasrs.models import epoch_iterator
+    from kerasrs.trainers import epoch_iterator
 
     x = np.arange(rows, dtype="float32")[:, None]
     (batch,) = epoch_iterator.pad_batches(iter([(x, x, None)]), size)

@@ -12,7 +12,8 @@ import pytest
 import kerasrs
 from kerasrs import ops
 from kerasrs.autodiff import GradientTape, Tensor
-from kerasrs.backend import memory, numpy_backend
+from kerasrs.backend import memory
+from kerasrs.backend.kernels import conv2d
 from kerasrs.ops.convolution import conv_bias_act
 from kerasrs.testing import check_gradients
 
@@ -72,7 +73,7 @@ def _as_3d(x, w, strides, padding, dilation):
 def test_conv2d_matches_the_nd_path_for_any_blocking(monkeypatch, block_bytes, dtype, x_shape,
                                                      k_shape, strides, padding, dilation):
     if block_bytes is not None:
-        monkeypatch.setattr(numpy_backend, "_CONV_CHUNK_BYTES", block_bytes)
+        monkeypatch.setattr(conv2d, "CHUNK_BYTES", block_bytes)
     x, w = _rand(x_shape, 0).astype(dtype), _rand(k_shape, 1).astype(dtype)
     gy_full = None
     results = []

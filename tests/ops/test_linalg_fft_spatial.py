@@ -1,5 +1,5 @@
 """Forward values against NumPy and float64 gradient checks for kerasrs/ops/linalg.py,
-kerasrs/ops/fft.py, kerasrs/ops/spatial.py and kerasrs/ops/ctc.py."""
+kerasrs/ops/fourier.py, kerasrs/ops/spatial.py and kerasrs/ops/ctc.py."""
 
 import numpy as np
 import pytest

@@ -1,5 +1,6 @@
 """Optimizer bookkeeping: variables and paths, building, errors, config, behaviour cases."""
 
+import math
 import tracemalloc
 import warnings
 
@@ -269,4 +270,5 @@ def test_adam_step_is_one_multi_tensor_backend_call(monkeypatch):
     optimizers.Adam().apply([np.array([1.0], "float32"), np.ones(2, "float32")], [w1, w2])
     assert len(calls) == 1
     assert calls[0][0][0] is w1.data and calls[0][0][1] is w2.data
-    assert calls[0][5:9] == (0.9, 0.999, 1e-7, 1.0)
+    lr = float(np.float32(1e-3))  # the learning-rate variable is float32
+    assert calls[0][4:8] == (lr * math.sqrt(1 - 0.999) / (1 - 0.9), 0.9, 0.999, 1e-7)  # step 1

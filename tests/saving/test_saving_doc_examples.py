@@ -8,7 +8,7 @@ import pytest
 
 import kerasrs
 
-MODULES = ["kerasrs.saving", "kerasrs.saving.object_registry", "kerasrs.saving.atomic"]
+MODULES = ["kerasrs.saving", "kerasrs.registry", "kerasrs.saving.atomic"]
 
 
 @pytest.mark.parametrize("name", MODULES)

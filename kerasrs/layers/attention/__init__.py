@@ -1,6 +1,6 @@
 """Attention layers: MultiHeadAttention, Attention, AdditiveAttention and EinsumDense.
 
-Re-exported by `kerasrs.layers` (which imports every package module's ``__all__``).
+Re-exported by `kerasrs.layers`.
 """
 
 from kerasrs.layers.attention.attention import AdditiveAttention, Attention

@@ -40,8 +40,8 @@ class Attention(Layer):
     def __init__(self, use_scale=False, score_mode="dot", dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
         if score_mode not in ("dot", "concat"):
-            raise ValueError(f"{self.name}: `score_mode` must be 'dot' or 'concat'. "
-                             f"Received: score_mode={score_mode!r}")
+            raise ValueError(f"{self.name}: Invalid value for argument score_mode. Expected one of "
+                             f"{{'dot', 'concat'}}. Received: score_mode={score_mode!r}")
         self.use_scale, self.score_mode = bool(use_scale), score_mode
         self.dropout, self.seed = float(dropout), seed
 
@@ -53,11 +53,13 @@ class Attention(Layer):
 
     def _validate(self, inputs, mask=None):
         if not isinstance(inputs, (list, tuple)) or not 2 <= len(inputs) <= 3:
-            raise ValueError(f"{self.name}: call the layer on a list [query, value] or [query, "
-                             f"value, key]. Received: {type(inputs).__name__} of length "
+            raise ValueError(f"{self.name}: the layer must be called on a list of length 2 or 3, "
+                             f"[query, value] or [query, value, key]. Received: "
+                             f"{type(inputs).__name__} of length "
                              f"{len(inputs) if isinstance(inputs, (list, tuple)) else 'n/a'}")
         if mask is not None and (not isinstance(mask, (list, tuple)) or not 2 <= len(mask) <= 3):
-            raise ValueError(f"{self.name}: `mask` must be a list [query_mask, value_mask]. "
+            raise ValueError(f"{self.name}: the layer mask must be a list of length 2 or 3, "
+                             f"[query_mask, value_mask] or [query_mask, value_mask, key_mask]. "
                              f"Received: mask={mask!r}")
 
     def _check_shapes(self, q, v, k):

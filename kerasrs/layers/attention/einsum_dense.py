@@ -12,7 +12,8 @@ import re
 import numpy as np
 
 from kerasrs import activations, initializers, ops
-from kerasrs.layers.base import InputSpec, Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.ops import projection as projection_ops
 
 
@@ -124,8 +125,8 @@ class EinsumDense(Layer):
         self.bias_axes = bias_axes
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
 
     def build(self, input_shape):
@@ -172,8 +173,8 @@ class EinsumDense(Layer):
                 "bias_axes": self.bias_axes,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+                "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
+                "bias_regularizer": serialize_regularizer(self.bias_regularizer),
                 "kernel_constraint": None, "bias_constraint": None}
 
 

@@ -3,7 +3,7 @@ each key/value head shared by ``num_query_heads / num_key_value_heads`` query he
 
 import numpy as np
 
-from kerasrs import ops
+from kerasrs import constraints, initializers, ops, regularizers
 from kerasrs.layers.attention.einsum_dense import EinsumDense
 from kerasrs.layers.base import Layer
 from kerasrs.layers.core import Dropout
@@ -124,8 +124,6 @@ class GroupedQueryAttention(Layer):
         return tuple(query_shape)
 
     def get_config(self):
-        from kerasrs import constraints, initializers, regularizers
-
         c = self._common
         return {**super().get_config(), "head_dim": self.head_dim,
                 "num_query_heads": self.num_query_heads,

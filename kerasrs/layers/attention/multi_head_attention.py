@@ -7,7 +7,8 @@ import numpy as np
 
 from kerasrs import initializers, ops
 from kerasrs.layers.attention.einsum_dense import EinsumDense
-from kerasrs.layers.base import Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers.base import Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.layers.recurrent.cells import dropout_mask
 from kerasrs.ops import attention as attention_ops
 from kerasrs.ops import projection as projection_ops
@@ -84,12 +85,12 @@ class MultiHeadAttention(Layer):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         for arg, value in (("num_heads", num_heads), ("key_dim", key_dim)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{self.name}: `{arg}` must be a positive int. "
-                                 f"Received: {arg}={value!r}")
+                raise ValueError(f"{self.name}: Invalid argument `{arg}`: it must be a positive "
+                                 f"int. Received: {arg}={value!r}")
         if value_dim is not None and (not isinstance(value_dim, (int, np.integer)) or
                                       value_dim <= 0):
-            raise ValueError(f"{self.name}: `value_dim` must be a positive int or None. "
-                             f"Received: value_dim={value_dim!r}")
+            raise ValueError(f"{self.name}: Invalid argument `value_dim`: it must be a positive "
+                             f"int or None. Received: value_dim={value_dim!r}")
         if flash_attention or sliding_window is not None or use_gate:
             raise ValueError(f"{self.name}: flash_attention, sliding_window and use_gate are not "
                              f"supported. Received: flash_attention={flash_attention}, "
@@ -107,8 +108,8 @@ class MultiHeadAttention(Layer):
         self.attention_axes = tuple(attention_axes) if attention_axes is not None else None
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
 
     def _dense(self, free, bound, out_dims, name):
@@ -286,8 +287,8 @@ class MultiHeadAttention(Layer):
                 else list(self.attention_axes), "sliding_window": None,
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+                "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
+                "bias_regularizer": serialize_regularizer(self.bias_regularizer),
                 "kernel_constraint": None, "bias_constraint": None, "seed": self.seed}
 
 

@@ -5,6 +5,7 @@ import collections.abc
 import numpy as np
 
 from kerasrs import autodiff
+from kerasrs.datasets import py_dataset
 
 
 def batches(data, who, steps=None):
@@ -16,8 +17,6 @@ def batches(data, who, steps=None):
         TypeError: for data of another kind, naming what is accepted.
         ValueError: if there is no batch.
     """
-    from kerasrs.models import py_dataset  # layers sit below models: import when used
-
     if _is_array(data):
         yield _to_numpy(data)
         return

@@ -1,6 +1,6 @@
 """Recurrent layers: cells, the generic `RNN`, SimpleRNN/LSTM/GRU, Bidirectional, TimeDistributed.
 
-Re-exported by `kerasrs.layers` (which imports every package module's ``__all__``).
+Re-exported by `kerasrs.layers`.
 """
 
 from kerasrs.layers.recurrent.base_rnn import RNN

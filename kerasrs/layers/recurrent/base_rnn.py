@@ -15,6 +15,7 @@ sequences).
 """
 
 from kerasrs import activations, autodiff, ops
+from kerasrs.layers import serialization
 from kerasrs.layers.base import InputSpec, Layer
 from kerasrs.layers.recurrent import cells as cells_module
 from kerasrs.ops import recurrent as fused
@@ -230,8 +231,6 @@ class RNN(Layer):
         return [out] + [None] * len(self.state_size) if self.return_state else out
 
     def get_config(self):
-        from kerasrs.layers import serialization
-
         return {**super().get_config(), "return_sequences": self.return_sequences,
                 "return_state": self.return_state, "go_backwards": self.go_backwards,
                 "stateful": self.stateful, "unroll": self.unroll,
@@ -240,8 +239,6 @@ class RNN(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from kerasrs.layers import serialization
-
         config = dict(config)
         cell = serialization.deserialize(config.pop("cell"), custom_objects)
         return cls(cell, **config)

@@ -17,8 +17,9 @@ one mask is shared by the gates (the expected value and the regularizing effect 
 import numpy as np
 
 from kerasrs import activations, initializers, ops
-from kerasrs.layers import core
-from kerasrs.layers.base import Layer, _get_regularizer, _serialize_regularizer
+from kerasrs.layers import core, serialization
+from kerasrs.layers.base import Layer
+from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
 from kerasrs.ops.core import constant
 
 
@@ -68,9 +69,9 @@ class _Cell(Layer):
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = _get_regularizer(kernel_regularizer)
-        self.recurrent_regularizer = _get_regularizer(recurrent_regularizer)
-        self.bias_regularizer = _get_regularizer(bias_regularizer)
+        self.kernel_regularizer = get_regularizer(kernel_regularizer)
+        self.recurrent_regularizer = get_regularizer(recurrent_regularizer)
+        self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.recurrent_constraint = kernel_constraint, recurrent_constraint
         self.bias_constraint = bias_constraint
         self.dropout = _check_rate(self.name, "dropout", dropout)
@@ -140,9 +141,9 @@ class _Cell(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": _serialize_regularizer(self.kernel_regularizer),
-                "recurrent_regularizer": _serialize_regularizer(self.recurrent_regularizer),
-                "bias_regularizer": _serialize_regularizer(self.bias_regularizer),
+                "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
+                "recurrent_regularizer": serialize_regularizer(self.recurrent_regularizer),
+                "bias_regularizer": serialize_regularizer(self.bias_regularizer),
                 "kernel_constraint": None, "recurrent_constraint": None, "bias_constraint": None,
                 "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
                 "seed": self.seed}
@@ -324,15 +325,11 @@ class StackedRNNCells(Layer):
         return [ops.zeros((batch_size, n), dtype=self.compute_dtype) for n in self.state_size]
 
     def get_config(self):
-        from kerasrs.layers import serialization
-
         return {**super().get_config(),
                 "cells": [serialization.serialize(c) for c in self.cells]}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from kerasrs.layers import serialization
-
         config = dict(config)
         cells = [serialization.deserialize(c, custom_objects) for c in config.pop("cells")]
         return cls(cells, **config)

@@ -38,6 +38,10 @@ class _ConvLSTM(Layer):
         self.filters, self.kernel_size = filters, _tuple(kernel_size, self.rank)
         self.strides, self.dilation_rate = _tuple(strides, self.rank), _tuple(dilation_rate,
                                                                               self.rank)
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise ValueError(f"{self.name}: Specifying `strides > 1` is not compatible with "
+                             f"`dilation_rate > 1`. Received: strides={self.strides}, "
+                             f"dilation_rate={self.dilation_rate}")
         self.padding = padding
         self.data_format = data_format or settings.image_data_format()
         self.activation = activations.get(activation)

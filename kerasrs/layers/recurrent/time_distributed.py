@@ -51,8 +51,9 @@ class TimeDistributed(Layer):
         if mask is not None:
             m = getattr(mask, "shape", None)
             if m is None or len(m) < 2 or tuple(m[:2]) != (batch, steps):
-                raise ValueError(f"{self.name}: the mask's first two axes must be (batch, time) "
-                                 f"= {(batch, steps)}. Received: mask shape {m}")
+                raise ValueError(f"{self.name}: The `mask` passed to the `TimeDistributed` layer "
+                                 f"has a shape whose first two axes are not the inputs' (batch, "
+                                 f"time) = {(batch, steps)}. Received: mask shape {m}")
             if self.layer._call_has_mask:
                 kwargs["mask"] = ops.reshape(mask, (batch * steps,) + tuple(m[2:]))
         folded = ops.reshape(inputs, (batch * steps,) + tuple(inputs.shape[2:]))

@@ -1,1 +1,0 @@
-"""CUDA kernel sources (``*.cu``, ``common.cuh``), shipped as package data; see cuda_sources."""

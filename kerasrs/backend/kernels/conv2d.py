@@ -1,0 +1,128 @@
+"""The fused 2-D convolution ``activation(im2col(x) @ kernel + bias)`` and its gradients: the
+twin composes the `im2col`, `bias_act` and `col2im` kernels around GEMMs (so on CUDA it runs
+their launchers); on the CPU it runs in blocks of samples through the same numba kernels."""
+
+import numpy as np
+
+from kerasrs.backend import memory
+from kerasrs.backend.kernels.activations import BIAS_ACT, CODES
+from kerasrs.backend.kernels.bias_act import bias_act_grad_rows, bias_act_inplace
+from kerasrs.backend.kernels.cpu import usable
+from kerasrs.backend.kernels.im2col import col2im_samples, im2col_rows, padded_window_out
+
+CHUNK_BYTES = 1 << 23  # column block of a blocked CPU conv2d (2-8 MB measured alike)
+
+
+class Twin:
+    """The reference versions (methods of `kerasrs.backend.base.Backend`)."""
+
+    def conv2d(self, x, kernel, bias, activation, window, strides, dilation, padding):
+        """``activation(im2col(x) @ kernel + bias)``: a 2-D convolution, channels last.
+
+        Args:
+            x: ``(n, h, w, c)``. kernel: ``(kh * kw * c, filters)`` (the 4-D kernel reshaped).
+            bias: ``(filters,)`` or None. activation: "linear", "relu", "sigmoid" or "tanh".
+            window, strides, dilation, padding: as in `im2col` (two spatial axes).
+
+        Returns:
+            ``(n * oh * ow, filters)``, rows in `im2col`'s order.
+        """
+        cols = self.im2col(x, window, strides, dilation, padding)
+        y = cols @ kernel
+        if bias is not None or activation != "linear":
+            self.bias_act(y, bias, activation, out=y)
+        return y
+
+    def conv2d_grad(self, x, kernel, y, gy, activation, window, strides, dilation, padding,
+                    need_x=True, need_kernel=True, need_bias=True):
+        """Gradients of `conv2d` from its output ``y`` and the output gradient ``gy`` (both
+        ``(n * oh * ow, filters)``; ``y`` is used only for a non-linear activation).
+
+        Returns:
+            ``(gx (n, h, w, c) or None, gkernel (kh * kw * c, filters) or None,
+            gbias (filters,) or None)``.
+        """
+        gb = None
+        if activation != "linear":
+            gy, gb = self.bias_act_grad(y, gy, activation, need_bias)
+        elif need_bias:
+            gb = gy.sum(axis=0)
+        gk = self.im2col(x, window, strides, dilation, padding).T @ gy if need_kernel else None
+        gx = self.col2im(gy @ kernel.T, x.shape, window, strides, dilation, padding) \
+            if need_x else None
+        return gx, gk, gb if need_bias else None
+
+
+def _blocks(x, window, strides, dilation, padding, k_rows):
+    """Output size, sample blocks and the column buffer (pooled memory, this call's own) of a
+    blocked CPU `conv2d`."""
+    outs = padded_window_out(x.shape, window, strides, dilation, padding)
+    per = max(1, CHUNK_BYTES // max(outs[0] * outs[1] * k_rows * x.itemsize, 1))
+    chunks = [(s, min(s + per, x.shape[0])) for s in range(0, x.shape[0], per)]
+    cols = memory.empty((min(per, x.shape[0]) * outs[0] * outs[1], k_rows), x.dtype)
+    return outs, chunks, cols
+
+
+class Cpu:
+    """`NumpyBackend`'s blocked versions: per block of samples whose column matrix fits in the
+    cache (`CHUNK_BYTES`), the columns are written, multiplied and the bias and activation
+    applied while they are still in L2, instead of an 85 MB column matrix going to DRAM and
+    back."""
+
+    def conv2d(self, x, kernel, bias, activation, window, strides, dilation, padding):
+        if activation not in BIAS_ACT or x.dtype != kernel.dtype or not usable(x):
+            return super().conv2d(x, kernel, bias, activation, window, strides, dilation,
+                                  padding)
+        x, kernel = np.ascontiguousarray(x), np.ascontiguousarray(kernel)
+        outs, chunks, cols = _blocks(x, window, strides, dilation, padding, kernel.shape[0])
+        rows = outs[0] * outs[1]
+        y = memory.empty((x.shape[0] * rows, kernel.shape[1]), x.dtype)
+        fused = bias is not None or activation != "linear"
+        bias = np.zeros(kernel.shape[1], x.dtype) if bias is None else \
+            np.ascontiguousarray(bias, x.dtype)
+        to_cols, epilogue = im2col_rows.compiled(), bias_act_inplace.compiled()
+        for s0, s1 in chunks:
+            c, yc = cols[:(s1 - s0) * rows], y[s0 * rows:s1 * rows]
+            to_cols(x[s0:s1], *window, *strides, *dilation, padding[0][0], padding[1][0],
+                    *outs, c, 0, (s1 - s0) * outs[0])
+            np.matmul(c, kernel, out=yc)
+            if fused:
+                epilogue(yc, bias, CODES[activation], 0, yc.shape[0])
+        return y
+
+    def conv2d_grad(self, x, kernel, y, gy, activation, window, strides, dilation, padding,
+                    need_x=True, need_kernel=True, need_bias=True):
+        # The same blocks as `conv2d`: per block, the activation's derivative, the columns
+        # (written again: cheaper than keeping 85 MB), the kernel gradient's share, and the
+        # input gradient as one GEMM into the column buffer and the col2im kernel.
+        if activation not in BIAS_ACT or not x.dtype == kernel.dtype == gy.dtype or \
+                not usable(gy):
+            return super().conv2d_grad(x, kernel, y, gy, activation, window, strides, dilation,
+                                       padding, need_x, need_kernel, need_bias)
+        x, kernel = np.ascontiguousarray(x), np.ascontiguousarray(kernel)
+        gy = np.ascontiguousarray(gy)
+        outs, chunks, cols = _blocks(x, window, strides, dilation, padding, kernel.shape[0])
+        rows, filters = outs[0] * outs[1], kernel.shape[1]
+        gk = np.zeros(kernel.shape, x.dtype) if need_kernel else None
+        part = np.empty(kernel.shape, x.dtype)
+        gb = np.zeros(filters)  # float64 sums
+        gx = memory.empty(x.shape, x.dtype) if need_x else None
+        g_buf = memory.empty((cols.shape[0], filters), x.dtype)
+        geometry = (*window, *strides, *dilation, padding[0][0], padding[1][0], *outs)
+        to_cols, from_cols = im2col_rows.compiled(), col2im_samples.compiled()
+        act_grad = bias_act_grad_rows.compiled()
+        for s0, s1 in chunks:
+            m = (s1 - s0) * rows
+            g, c = gy[s0 * rows:s1 * rows], cols[:m]
+            if activation != "linear":
+                act_grad(y[s0 * rows:s1 * rows], g, CODES[activation], g_buf[:m], gb, 0, m)
+                g = g_buf[:m]
+            elif need_bias:
+                gb += g.sum(axis=0)
+            if need_kernel:
+                to_cols(x[s0:s1], *geometry, c, 0, (s1 - s0) * outs[0])
+                gk += np.matmul(c.T, g, out=part)
+            if need_x:
+                np.matmul(g, kernel.T, out=c)
+                from_cols(c, *geometry, gx[s0:s1], 0, s1 - s0)
+        return gx, gk, gb.astype(x.dtype) if need_bias else None

@@ -1,0 +1,129 @@
+"""The loops behind `Model.fit`, ``evaluate`` and ``predict``: each walks one `RunState` (see
+`kerasrs.trainers.trainer` for the numbers they report)."""
+
+from kerasrs.trainers import epoch_iterator, interrupts
+
+
+def fit(run):
+    """Train over ``run`` (built by ``Model.fit``); returns the `History`.
+
+    Ctrl-C (SIGINT) stops training once the current batch is done (a second Ctrl-C interrupts at
+    once): the unfinished epoch is dropped, ``on_train_end`` runs (so callbacks restore weights,
+    close files and keep backups), ``model.history`` keeps the finished epochs, and then
+    KeyboardInterrupt is raised. Prefetch workers are stopped on every way out.
+    """
+    model, cbs, dist, batches = run.model, run.callbacks, run.distribution, run.batches
+    interrupted = None
+    cbs.on_train_begin()
+    # a BackupAndRestore callback sets where a resumed fit starts
+    initial_epoch = model.__dict__.pop("_initial_epoch", None) or run.initial_epoch
+    sigint = interrupts.DeferredInterrupt()
+    try:
+        for epoch in range(initial_epoch, run.epochs):
+            model.reset_metrics()
+            cbs.on_epoch_begin(epoch)
+            batches.on_epoch_begin()
+            step_logs, step = None, -1
+            dist.begin_epoch()  # data-parallel: every process shuffles as rank 0 does
+            epoch_batches = batches.epoch()
+            if run.pad_size is not False:
+                epoch_batches = epoch_iterator.pad_batches(epoch_batches, run.pad_size)
+            for step, batch in enumerate(epoch_batches):
+                if run.hooks:
+                    cbs.on_train_batch_begin(step)
+                out = run.step(*dist.shard_step(batch))  # data-parallel: this process's rows
+                if run.custom:
+                    step_logs = out
+                if run.hooks:
+                    cbs.on_train_batch_end(step, step_logs if run.custom else
+                                           model.get_metrics_result())
+                sigint.requested = dist.any(sigint.requested)  # all processes stop together
+                if model.stop_training or sigint.requested:
+                    break
+            if sigint.requested:
+                break  # Ctrl-C: the unfinished epoch is not logged
+            if batches.exhausted and step < 0:
+                break  # a generator ran dry: no epoch to report
+            batches.on_epoch_end()
+            dist.end_epoch(model)  # data-parallel: processes agree on BatchNorm statistics
+            # an overridden train_step's last logs are the epoch's logs (Keras 3 reads them too)
+            logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
+            val = run.validation
+            if val is not None and _should_validate(epoch, run.validation_freq):
+                val_logs = evaluate(val)
+                if not val.batches.exhausted:  # a spent validation generator gives no numbers
+                    logs.update({f"val_{k}": v for k, v in val_logs.items()})
+            cbs.on_epoch_end(epoch, logs)
+            run.logs = logs
+            if model.stop_training or sigint.requested or batches.exhausted:
+                break
+    except KeyboardInterrupt as e:  # Ctrl-C that the deferred handler did not catch
+        interrupted = e
+    finally:
+        sigint.restore()
+        run.close()  # stops prefetch workers on every way out
+    if sigint.requested and interrupted is None:
+        interrupted = KeyboardInterrupt("Model.fit was interrupted (Ctrl-C); model.history "
+                                        "holds the finished epochs.")
+    if run.epochs > 0 and model.optimizer is not None:
+        model.optimizer.finalize_variable_values(model.trainable_weights)
+    # on an interrupt too: callbacks restore weights, close files and keep their backups
+    cbs.on_train_end(run.logs)
+    if interrupted is not None:
+        raise interrupted
+    return model.history
+
+
+def evaluate(run):
+    """Loss and metrics over one epoch of ``run``'s batches (``evaluate``, or one validation
+    pass of ``fit``); returns the logs. Data-parallel validation shards every batch."""
+    model, callbacks, dist = run.model, run.callbacks, run.distribution
+    model.reset_metrics()
+    callbacks.on_test_begin()
+    hooks = callbacks.wants_batch_hooks("test")
+    if dist is not None:  # data-parallel validation: every process in step
+        hooks = dist.any(hooks)
+    logs = None
+    for step, batch in enumerate(run.batches.epoch()):
+        x, y, sample_weight = batch if dist is None else dist.shard_batch(batch)
+        if hooks:
+            callbacks.on_test_batch_begin(step)
+        out = run.step(x, y, sample_weight)
+        if run.custom:
+            logs = out
+        if hooks:
+            callbacks.on_test_batch_end(step, logs if run.custom else model.get_metrics_result())
+    if logs is None:
+        logs = model.get_metrics_result()
+    callbacks.on_test_end(logs)
+    run.logs = logs
+    return logs
+
+
+def predict(run):
+    """The model's outputs for each of ``run``'s batches (NumPy arrays), in order."""
+    model, cbs = run.model, run.callbacks
+    cbs.on_predict_begin()
+    hooks = cbs.wants_batch_hooks("predict")
+    outputs = []
+    try:
+        for step, (x_batch, _, _) in enumerate(run.batches.epoch()):
+            if hooks:
+                cbs.on_predict_batch_begin(step)
+            out = model.predict_on_batch(x_batch)
+            outputs.append(out)
+            if hooks:
+                cbs.on_predict_batch_end(step, {"outputs": out})
+    finally:
+        run.close()
+    cbs.on_predict_end()
+    return outputs
+
+
+def _should_validate(epoch, validation_freq):
+    if isinstance(validation_freq, int):
+        if validation_freq < 1:
+            raise ValueError("Model.fit: `validation_freq` must be >= 1. Received: "
+                             f"validation_freq={validation_freq}")
+        return (epoch + 1) % validation_freq == 0
+    return epoch + 1 in validation_freq

@@ -1,0 +1,587 @@
+"""`Trainer`: compile, fit, evaluate, predict and the ``*_on_batch`` methods of `Model`.
+
+One training step (`Trainer.train_step`) is one `GradientTape` over the forward pass and the
+loss (`compute_loss`: compiled losses plus the layers' regularization losses), ``tape.gradient``
+with respect to the trainable weights, ``optimizer.apply``, then the weight constraints. Numbers
+follow Keras 3:
+
+* the reported ``loss`` is the running mean of the per-batch (reduced) losses weighted by batch
+  size, computed before each update; a short last batch is a normal, smaller batch;
+* metrics accumulate over all samples of the epoch (compile ``metrics`` unweighted,
+  ``weighted_metrics`` with sample and class weights);
+* ``logs`` at ``on_train_batch_end`` are running values, at ``on_epoch_end`` the epoch's, plus
+  ``val_*`` after validation. Log keys are sorted, as Keras sorts them.
+
+Customizing (Keras 3's "Customizing what happens in fit()"): a subclass may override
+``train_step(data)``, ``test_step(data)`` or ``predict_step(data)``. ``data`` is what
+`kerasrs.trainers.data_adapter.pack_x_y_sample_weight` makes of one batch: ``x`` (or ``(x,)`` for a
+list of inputs) without targets, ``(x, y)``, or ``(x, y, sample_weight)`` (with sample or class
+weights), each leaf a `Tensor`. The dict a train/test step returns (Python numbers or scalar
+Tensors; nested dicts are flattened) becomes the logs: callbacks, the progress bar and the
+`History` see it. Inside a step, `compute_loss` gives the total loss, `compute_metrics` updates
+the compiled metrics and returns `get_metrics_result`, and `metrics` lists the trackers (the
+``loss`` mean first). When neither ``train_step`` nor ``compute_metrics`` is overridden, fit
+runs the same computation without building a logs dict per batch.
+"""
+
+import contextlib
+import threading
+
+import numpy as np
+
+from kerasrs import autodiff, distribution, optimizers
+from kerasrs.callbacks import CallbackList
+from kerasrs.layers import padding
+from kerasrs.metrics.base import Metric
+from kerasrs.trainers import compile_utils, data_adapter, epoch_iterator, input_checks, loops
+from kerasrs.trainers import run_state
+
+
+class Trainer:
+    """The training API mixed into `kerasrs.Model` (see the module docstring)."""
+
+    def __init__(self):
+        self.compiled = False
+        self.optimizer = None
+        self.loss = None
+        self.stop_training = False
+        self.history = None
+        self._compiled_loss = self._compiled_metrics = None
+        self._loss_tracker = None
+        self._loss_trackers = []
+        self._output_names_cache = None
+        self._train_variables = self._loss_layers = None
+
+    _fit_distribution = None  # a kerasrs.distribution.DataParallel, set by fit while training
+
+    # -- compile --------------------------------------------------------------------------------
+    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
+                weighted_metrics=None, run_eagerly=None, steps_per_execution=1, jit_compile="auto",
+                auto_scale_loss=True):
+        """Configure training: the optimizer, the loss(es) and the metrics.
+
+        The argument order is Keras 3's: ``compile(optimizer, loss, loss_weights, metrics,
+        ...)``, so pass ``metrics`` by keyword. Everything is checked here, before any data is
+        seen: unknown loss or metric names, and loss weights that are not numbers, raise now.
+
+        Args:
+            optimizer: name ("rmsprop", "adam", "sgd", ...) or `kerasrs.optimizers.Optimizer`.
+                Compiling again makes a new optimizer (from a name) and keeps the weights.
+            loss: name, `Loss`, function ``(y_true, y_pred) -> per-sample values``, or per
+                output a list or dict (keyed by output name); one loss applies to every output.
+            loss_weights: a float, or a list or dict of floats weighting each output's loss in
+                the total.
+            metrics: list of names ("accuracy", "mae", ...) or `Metric`s, or per output a list
+                of lists or a dict. "accuracy"/"acc" picks the accuracy that fits the loss.
+            weighted_metrics: like ``metrics``, but given the sample and class weights.
+            auto_scale_loss: wrap the optimizer in a `LossScaleOptimizer` when the model's
+                dtype policy is ``mixed_float16`` (as Keras 3). Defaults to True.
+            run_eagerly, steps_per_execution, jit_compile: accepted for Keras compatibility;
+                kerasrs always runs eagerly, one step at a time.
+
+        Raises:
+            ValueError: for an unknown optimizer, loss or metric (listing the valid names), or
+                ``metrics`` that is not a list, tuple or dict.
+            TypeError: for ``loss_weights`` that are not numbers.
+        """
+        compile_utils.check_compile_arguments(loss, loss_weights, metrics, weighted_metrics)
+        self.optimizer = optimizers.get(optimizer)
+        if auto_scale_loss and self.dtype_policy.name == "mixed_float16" and not isinstance(
+                self.optimizer, optimizers.LossScaleOptimizer):  # as Keras 3 does
+            self.optimizer = optimizers.LossScaleOptimizer(self.optimizer)
+        self.loss = loss
+        self._compiled_loss = compile_utils.CompiledLoss(loss, loss_weights)
+        self._compiled_metrics = compile_utils.CompiledMetrics(metrics, weighted_metrics)
+        self._compiled_metrics._owner = self
+        self._loss_tracker = compile_utils.RunningMean("loss")
+        self._loss_trackers = [self._loss_tracker]
+        self._output_names_cache = None
+        self._train_variables = self._loss_layers = None
+        self.compiled = True
+        self.stop_training = False
+        self._compile_config = {
+            "optimizer": optimizer if isinstance(optimizer, str) else
+            optimizers.serialize(self.optimizer), "loss": loss, "loss_weights": loss_weights,
+            "metrics": metrics, "weighted_metrics": weighted_metrics, "run_eagerly": run_eagerly,
+            "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
+
+    def get_compile_config(self):
+        """The arguments of the last ``compile`` (None if never compiled)."""
+        return dict(self._compile_config) if self.compiled else None
+
+    def compile_from_config(self, config):
+        """``compile(**config)``, with a serialized optimizer turned back into an object."""
+        config = dict(config)
+        if isinstance(config.get("optimizer"), dict):
+            config["optimizer"] = optimizers.deserialize(config["optimizer"])
+        self.compile(**config)
+
+    def _require_compiled(self, method):
+        if not self.compiled:
+            raise RuntimeError(f"Model.{method}: the model must be compiled first: call "
+                               "model.compile(optimizer, loss) before fit/evaluate/train_on_batch.")
+
+    # -- metrics ----------------------------------------------------------------------------------
+    @property
+    def metrics_names(self):
+        """Names of the values evaluate/train_on_batch return, in their order."""
+        names = [t.name for t in self._loss_trackers] or ["loss"]
+        if self._compiled_metrics is not None and self._compiled_metrics.built:
+            names += [m.name for m in self._compiled_metrics.metrics]
+        return names
+
+    @property
+    def metrics(self):
+        """The model's metric trackers, in Keras 3's order: the ``loss`` mean, the compiled
+        metrics (one container named ``compile_metrics``, as in Keras, whose ``update_state(y,
+        y_pred, sample_weight)`` updates them all and whose ``result()`` is a dict), the
+        per-output loss means of a multi-output model, then any `Metric` assigned as an
+        attribute of the model. ``fit`` and ``evaluate`` reset them all at the start of each
+        epoch; `get_metrics_result` reads them."""
+        out = []
+        if self.compiled:
+            out.append(self._loss_tracker)
+            if self._compiled_metrics.has_metrics:
+                out.append(self._compiled_metrics)
+            out.extend(self._loss_trackers[1:])
+        seen = {id(m) for m in out}
+        for value in vars(self).values():
+            if isinstance(value, Metric) and id(value) not in seen:
+                seen.add(id(value))
+                out.append(value)
+        return out
+
+    def get_metrics_result(self):
+        """``{name: value}`` for every tracker in `metrics` (Python floats, keys sorted; the
+        compiled metrics' dict is merged in). In a data-parallel ``fit`` the states are summed
+        over the processes first."""
+        if self._fit_distribution is not None:
+            with self._fit_distribution.global_metric_states(self.metrics):
+                return self._local_metrics_result()
+        return self._local_metrics_result()
+
+    def _local_metrics_result(self):
+        logs = {}
+        for metric in self.metrics:
+            result = metric.result()
+            if isinstance(result, dict):
+                logs.update(result)
+            else:
+                logs[metric.name] = result
+        return compile_utils.pythonify_logs(logs)
+
+    def reset_metrics(self):
+        """Reset every tracker in `metrics`."""
+        for metric in self.metrics:
+            metric.reset_state()
+
+    # -- one batch ------------------------------------------------------------------------------
+    def _output_names(self, y_pred):
+        names = getattr(self, "output_names", None)
+        flat = autodiff._flatten(y_pred)
+        if isinstance(y_pred, dict):
+            return sorted(y_pred)
+        if names and len(names) == len(flat):
+            return list(names)
+        return ["output"] if len(flat) == 1 else [f"output_{i}" for i in range(len(flat))]
+
+    def _build_compiled(self, y, y_pred, sample_weight):
+        names = self._output_names(y_pred)
+        self._output_names_cache = names
+        self._compiled_loss.build(names)
+        y_flat = data_adapter.flatten_targets(y, names)
+        p_flat = autodiff._flatten(y_pred)
+        self._compiled_metrics.build(names, y_flat, p_flat, self._compiled_loss.losses)
+        self._loss_trackers = [self._loss_tracker]
+        if len(names) > 1:
+            self._loss_trackers += [compile_utils.RunningMean(f"{n}_loss") for n, loss in
+                                    zip(names, self._compiled_loss.losses) if loss is not None]
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The total loss, a scalar `Tensor`: the compiled losses (weighted by ``loss_weights``)
+        plus the layers' `losses` (regularization and ``add_loss`` terms). As in Keras, it
+        also folds each output's loss into the per-output loss means of a multi-output model;
+        ``x`` and ``training`` are not used by this default.
+
+        Raises:
+            ValueError: if there is nothing to minimize (no compiled loss and no layer losses).
+        """
+        total = None
+        if self._compiled_loss is not None:
+            if not self._compiled_loss.built:
+                self._build_compiled(y, y_pred, sample_weight)
+            names = self._output_names_cache
+            y_flat = data_adapter.flatten_targets(y, names)
+            sw_flat = data_adapter.flatten_targets(sample_weight, names, "sample_weight")
+            total, parts = self._compiled_loss(y_flat, autodiff._flatten(y_pred), sw_flat)
+            if len(self._loss_trackers) > 1:
+                n = data_adapter.batch_size_of(x if x is not None else y_pred)
+                for tracker, part in zip(self._loss_trackers[1:],
+                                         [p for p in parts if p is not None]):
+                    tracker.add(float(part.data), n)
+        if self._loss_layers is None:  # cached like the trainable variables, per fit
+            self._loss_layers = self._flatten_layers()
+        extra = self._collect_losses(self._loss_layers)
+        if extra:
+            reg = extra[0]
+            for value in extra[1:]:
+                reg = reg + value
+            total = reg if total is None else total + reg
+        if total is None:
+            raise ValueError(f"{self.name}: there is no loss to minimize. Pass `loss` to "
+                             "compile() (or add layer losses). Received: loss=None")
+        return total
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Update the compiled metrics with this batch and return `get_metrics_result` (the
+        loss mean is not updated here: the step does that). ``x`` is not used by this
+        default."""
+        self._update_compiled_metrics(y, y_pred, sample_weight)
+        return self.get_metrics_result()
+
+    def _update_compiled_metrics(self, y, y_pred, sample_weight):
+        cm = self._compiled_metrics
+        if cm is None or not cm.has_metrics:
+            return
+        if not cm.built:
+            self._build_compiled(y, y_pred, sample_weight)
+        names = self._output_names_cache
+        cm.update_flat(data_adapter.flatten_targets(y, names), autodiff._flatten(y_pred),
+                       data_adapter.flatten_targets(sample_weight, names, "sample_weight"))
+
+    def _forward_backward(self, x, y, sample_weight, real=None):
+        """Forward pass, loss, gradients and one optimizer step; folds the loss into the loss
+        mean. ``real``: the batch is padded after this many rows (``pad_last_batch``); the
+        forward pass runs on the whole batch, the loss on the real rows only. Returns
+        ``(y_pred, y, sample_weight)`` of the rows that count."""
+        optimizer = self.optimizer
+        dist = self._fit_distribution
+        # dynamic loss scaling overflows on purpose now and then (the step is skipped): no
+        # NumPy overflow warnings for that (np.errstate is local to this thread and block)
+        scaling = getattr(optimizer, "skips_non_finite_steps", False)
+
+        def quiet():
+            return np.errstate(over="ignore", invalid="ignore") if scaling else \
+                contextlib.nullcontext()
+
+        with quiet(), autodiff.GradientTape() as tape:
+            # a data-parallel process without samples in this step still joins the allreduce;
+            # in inference mode no layer updates its statistics from the empty batch
+            training = dist is None or (
+                data_adapter.batch_size_of(x) if real is None else real) > 0
+            if real is None:
+                y_pred = self(x, training=training)
+            else:
+                with padding.real_rows(real, data_adapter.batch_size_of(x)):
+                    y_pred = self(x, training=training)
+                x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))
+                                       for s in (x, y, sample_weight))
+                y_pred = data_adapter.first_rows(y_pred, real)
+            loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
+            scaled = loss if optimizer is None else optimizer.scale_loss(loss)
+        self._track_loss(loss, x)
+        variables = self._train_variables
+        if variables is None:
+            variables = self._train_variables = self.trainable_weights
+        if variables:
+            with quiet():
+                grads = tape.gradient(scaled, variables) if dist is None else \
+                    dist.gradients(self, tape, scaled, variables, data_adapter.batch_size_of(x))
+            optimizer.apply(grads, variables)
+            for v in variables:
+                if getattr(v, "constraint", None) is not None:
+                    v.assign(autodiff.convert_to_tensor(v.constraint(v)).data)
+        return y_pred, y, sample_weight
+
+    def _track_loss(self, loss, x):
+        """Fold this batch's loss into the loss mean, weighted by the batch's rows."""
+        self._loss_tracker.add(compile_utils.loss_value(loss, "compute_loss"),
+                               data_adapter.batch_size_of(x))
+
+    def train_step(self, data):
+        """One optimizer step on one batch; returns the logs (Keras 3's signature).
+
+        Args:
+            data: ``x``, ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)`` (see
+                `kerasrs.trainers.data_adapter.unpack_x_y_sample_weight`).
+
+        Returns:
+            `compute_metrics`'s dict: the running ``loss`` and metrics of the epoch so far.
+        """
+        x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+        y_pred, _, _ = self._forward_backward(x, y, sample_weight)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _train_batch(self, x, y, sample_weight, real=None):
+        """`train_step` without building the logs (fit's path when nothing is overridden)."""
+        y_pred, y, sample_weight = self._forward_backward(x, y, sample_weight, real)
+        self._update_compiled_metrics(y, y_pred, sample_weight)
+
+    def _test_batch(self, x, y, sample_weight):
+        with autodiff.no_grad():
+            y_pred = self(x, training=False)
+            loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
+        self._track_loss(loss, x)
+        self._update_compiled_metrics(y, y_pred, sample_weight)
+
+    def test_step(self, data):
+        """Forward pass and loss on one batch in inference mode; returns the logs (Keras 3's
+        signature, ``data`` as in `train_step`)."""
+        x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
+        with autodiff.no_grad():
+            y_pred = self(x, training=False)
+            loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
+        self._track_loss(loss, x)
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def predict_step(self, data):
+        """The model's outputs for one batch (``data`` as in `train_step`; targets ignored)."""
+        x, _, _ = data_adapter.unpack_x_y_sample_weight(data)
+        return self(x, training=False)
+
+    def _step_function(self, mode):
+        """``(step(x, y, sample_weight), custom)``. When ``{mode}_step`` and
+        ``compute_metrics`` are the defaults, ``step`` is the internal path that returns None
+        (logs are read with `get_metrics_result` only when needed); otherwise it packs the
+        batch into ``data``, calls the (overridden) step and returns its logs."""
+        cls = type(self)
+        name = f"{mode}_step"
+        if getattr(cls, name) is getattr(Trainer, name) and \
+                cls.compute_metrics is Trainer.compute_metrics:
+            return (self._train_batch if mode == "train" else self._test_batch), False
+        user_step = getattr(self, name)
+
+        def step(x, y, sample_weight, real=None):
+            if real is not None:  # an overridden step gets the short batch, unpadded
+                x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))
+                                       for s in (x, y, sample_weight))
+            data = data_adapter.pack_x_y_sample_weight(
+                *(data_adapter.to_tensors(v) for v in (x, y, sample_weight)))
+            if mode == "train":
+                return compile_utils.pythonify_logs(user_step(data))
+            with autodiff.no_grad():
+                return compile_utils.pythonify_logs(user_step(data))
+
+        return step, True
+
+    def _ordered(self, logs, return_dict):
+        if return_dict:
+            return logs
+        names = self.metrics_names
+        values = [logs[name] for name in names if name in logs]
+        values += [logs[key] for key in sorted(logs) if key not in names]
+        return values[0] if len(values) == 1 else values
+
+    # -- fit ------------------------------------------------------------------------------------
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_batch_size=None, validation_freq=1, pad_last_batch=False):
+        """Train for ``epochs`` epochs (see the module docstring for the numbers).
+
+        Args:
+            x, y: arrays, or lists/dicts of arrays for several inputs/outputs. ``x`` may also
+                be a `kerasrs.utils.PyDataset`, a generator or an iterable of batches (``x``,
+                ``(x, y)`` or ``(x, y, sample_weight)``), with ``y`` and ``sample_weight`` None.
+            batch_size: samples per step (default 32); the last batch may be smaller.
+            epochs: index of the last epoch (training runs ``initial_epoch .. epochs - 1``).
+            verbose: "auto" or 1 (a tqdm bar per epoch on a terminal or in a notebook; on any
+                other output, such as a log file, one line per epoch as with 2), 2 (a line per
+                epoch), 0 (silent).
+            callbacks: list of `Callback`s.
+            validation_split: fraction of the data, taken from the end before shuffling, used
+                only for validation. Ignored when ``validation_data`` is given.
+            validation_data: ``(x_val, y_val)`` or ``(x_val, y_val, sample_weight_val)``.
+            shuffle: True (reshuffle each epoch), False, or "batch" (shuffle batch order).
+            class_weight: dict ``{class id: weight}`` multiplying each sample's loss.
+            sample_weight: array ``(n,)`` of per-sample loss weights (or per output).
+            initial_epoch: epoch to start from (for resuming).
+            steps_per_epoch: batches per epoch; the data iterator then runs on across epochs
+                and restarts (with a warning if it ran out mid-epoch) when exhausted.
+            validation_steps, validation_batch_size: limits for the validation pass.
+            validation_freq: validate every this many epochs (int) or at these epochs (list,
+                counting from 1).
+            pad_last_batch: kerasrs extension. If True, a short last batch is padded to
+                ``batch_size`` (to the first batch's size for datasets and generators) by
+                repeating its rows, so every step sees one shape; the padding is left out of
+                the loss, the metrics, the gradient and BatchNormalization's statistics, so the
+                step equals the one on the short batch. An overridden ``train_step`` gets the
+                short batch.
+
+        Returns:
+            The `History` callback; ``history.history`` maps each log name to a list per epoch.
+
+        Raises:
+            RuntimeError: if the model is not compiled.
+            ValueError: for data of different lengths, no samples, None or non-numeric data,
+                ``epochs`` that is not an int >= 0, or other bad arguments.
+        """
+        self._require_compiled("fit")
+        epochs, steps_per_epoch = run_state.apply_config_caps(epochs, steps_per_epoch)
+        lock = self.__dict__.setdefault("_fit_lock", threading.Lock())
+        if not lock.acquire(blocking=False):
+            raise RuntimeError(f"Model.fit: {self.name} is already being trained by a fit() "
+                               "running in another thread; two fits on one model would share "
+                               "its weights, optimizer and History. Wait for the first to end, or "
+                               "train a copy (kerasrs.models.clone_model).")
+        try:
+            run_state.check_epochs(epochs, initial_epoch)
+            if validation_split and validation_data is None:
+                x, y, sample_weight, validation_data = run_state.split(x, y, sample_weight,
+                                                                       validation_split)
+            batches = self._epoch_iterator("fit", x, y, sample_weight, batch_size, shuffle,
+                                           class_weight, steps_per_epoch)
+            val = None
+            if validation_data is not None:
+                val = epoch_iterator.EpochIterator(
+                    run_state.validation_adapter(validation_data,
+                                                 validation_batch_size or batch_size),
+                    validation_steps, "fit (validation_data)", resume=False)
+            run = self._fit_state(batches, val, epochs, initial_epoch, verbose, callbacks,
+                                  validation_freq, pad_last_batch)
+            return loops.fit(run)
+        finally:
+            self._fit_distribution = None  # data-parallel fit is over, even after an error
+            lock.release()
+
+    def _fit_state(self, batches, validation, epochs, initial_epoch, verbose, callbacks,
+                   validation_freq, pad_last_batch):
+        """fit's `RunState` over the `EpochIterator`s of the data and of ``validation`` (or
+        None): the distribution begun, the callbacks, the train and test steps."""
+        data = batches.adapter
+        verbose = run_state.verbosity(verbose)
+        dist = distribution.for_fit()  # a DataParallel, or a stand-in whose hooks change nothing
+        dist.begin_fit(self, getattr(data, "x", None),
+                       custom_train_step=type(self).train_step is not Trainer.train_step)
+        verbose, callbacks = dist.for_this_process(verbose, callbacks)  # rank 0 reports
+        cbs = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0, model=self,
+                           verbose=verbose, epochs=epochs, steps=batches.num_steps)
+        self.stop_training = False
+        self._train_variables = self._loss_layers = None
+        train_step, custom = self._step_function("train")
+        hooks = dist.any(cbs.wants_batch_hooks("train"))  # same collectives on every process
+        if validation is not None:
+            test_step, test_custom = self._step_function("test")
+            validation = run_state.RunState(self, validation, cbs, test_step, test_custom,
+                                            distribution=self._fit_distribution)
+        return run_state.RunState(
+            self, batches, cbs, train_step, custom, hooks, dist, epochs, initial_epoch,
+            validation_freq, validation,
+            getattr(data, "batch_size", None) if pad_last_batch else False)
+
+    def _epoch_iterator(self, method, x, y=None, sample_weight=None, batch_size=None,
+                        shuffle=False, class_weight=None, steps=None):
+        """Check ``method``'s data (values, and structure for arrays) and walk it with an
+        `EpochIterator` (``steps``: ``steps_per_epoch`` in fit)."""
+        input_checks.check_array_data(self, method, x, y, sample_weight, class_weight,
+                                      stacklevel=4)
+        data = epoch_iterator.get_adapter(method, x, y, sample_weight, batch_size, shuffle,
+                                          class_weight)
+        if isinstance(data, epoch_iterator.ArrayAdapter):
+            self._check_input_structure(method, data.x)
+        if method == "fit":
+            run_state.check_steps_per_epoch(steps)
+        return epoch_iterator.EpochIterator(data, steps, method, resume=method == "fit")
+
+    # -- evaluate / predict ---------------------------------------------------------------------
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
+                 steps=None, callbacks=None, return_dict=False, **kwargs):
+        """Loss and metrics on the data in inference mode, over all samples.
+
+        ``x`` is arrays (with ``y`` and ``sample_weight``), or a `kerasrs.utils.PyDataset`, a
+        generator or an iterable of ``(x, y[, sample_weight])`` batches; ``steps`` limits the
+        batches (a generator is advanced exactly ``steps`` times). The loss is the mean over
+        samples, batches weighted by their size.
+
+        Returns:
+            A float (loss only), a list ``[loss, *metrics]`` in `metrics_names` order, or a dict
+            with ``return_dict=True``.
+
+        Raises:
+            TypeError: for ``x`` of a kind not listed above.
+        """
+        self._require_compiled("evaluate")
+        batches = self._epoch_iterator("evaluate", x, y, sample_weight, batch_size, steps=steps)
+        verbose = run_state.verbosity(verbose)
+        self._loss_layers = None
+        cbs = callbacks if isinstance(callbacks, CallbackList) else CallbackList(
+            callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+            steps=batches.num_steps)
+        test_step, custom = self._step_function("test")
+        run = run_state.RunState(self, batches, cbs, test_step, custom,
+                                 distribution=self._fit_distribution)
+        try:
+            logs = loops.evaluate(run)
+        finally:
+            run.close()
+        return self._ordered(logs, return_dict)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """The model's outputs for ``x`` as NumPy arrays, computed in batches in inference mode.
+
+        Any number of samples works, including 1 (``x[:1]``); a single sample without its batch
+        axis is rejected with the expected shape. ``x`` may also be a `PyDataset`, a generator
+        or an iterable of batches (targets in the batches are ignored); ``steps`` limits the
+        batches (a generator is advanced exactly ``steps`` times).
+
+        Returns:
+            An array ``(n, ...)``, or a list/dict of arrays for several outputs.
+
+        Raises:
+            ValueError: if there is no batch to predict on.
+        """
+        batches = self._epoch_iterator("predict", x, batch_size=batch_size, steps=steps)
+        verbose = run_state.verbosity(verbose)
+        cbs = CallbackList(callbacks, add_progbar=verbose != 0, model=self, verbose=verbose,
+                           steps=batches.num_steps)
+        outputs = loops.predict(run_state.RunState(self, batches, cbs))
+        if not outputs:
+            raise ValueError("Model.predict: the data gave no batch to predict on. Received: "
+                             f"an empty {type(x).__name__}")
+        flat = [autodiff._flatten(o) for o in outputs]
+        joined = [np.concatenate([f[i] for f in flat], axis=0) for i in range(len(flat[0]))]
+        return autodiff._pack(outputs[0], iter(joined))
+
+    # -- single batches -------------------------------------------------------------------------
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """One optimizer step on this batch. Returns this batch's loss (computed before the
+        update) and metrics, as `evaluate` returns them (metrics are reset first, as in Keras
+        3.15)."""
+        self._require_compiled("train_on_batch")
+        x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
+        data_adapter.num_samples("train_on_batch", x=x, y=y, sample_weight=sample_weight)
+        self._check_input_structure("train_on_batch", x)
+        if class_weight is not None:
+            sample_weight = data_adapter.with_class_weight(y, sample_weight, class_weight)
+        self._train_variables = self._loss_layers = None
+        self.reset_metrics()
+        train_step, custom = self._step_function("train")
+        logs = train_step(x, y, sample_weight)
+        return self._ordered(logs if custom else self.get_metrics_result(), return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """Loss and metrics on this batch (inference mode), as `evaluate` returns them."""
+        self._require_compiled("test_on_batch")
+        x, y, sample_weight = (data_adapter.standardize(v) for v in (x, y, sample_weight))
+        data_adapter.num_samples("test_on_batch", x=x, y=y, sample_weight=sample_weight)
+        self._check_input_structure("test_on_batch", x)
+        self.reset_metrics()
+        self._loss_layers = None
+        test_step, custom = self._step_function("test")
+        logs = test_step(x, y, sample_weight)
+        return self._ordered(logs if custom else self.get_metrics_result(), return_dict)
+
+    def predict_on_batch(self, x):
+        """The outputs for one batch as NumPy arrays (inference mode, no gradients); an
+        overridden `predict_step` is called with ``data`` as `train_step` gets it."""
+        with autodiff.no_grad():
+            if type(self).predict_step is Trainer.predict_step:
+                out = self(x, training=False)
+            else:
+                out = self.predict_step(
+                    data_adapter.pack_x_y_sample_weight(data_adapter.to_tensors(x)))
+        return autodiff._pack(out, iter([np.asarray(autodiff.convert_to_tensor(o).numpy())
+                                         for o in autodiff._flatten(out)]))
+
+    def _check_input_structure(self, method, x):
+        """Hook: raise if ``x``'s structure cannot fit the model (`Sequential` checks dicts)."""
