@@ -48,7 +48,8 @@ class BackupAndRestore(Callback):
         self.delete_checkpoint = delete_checkpoint
         self._weights_path = os.path.join(self.backup_dir, "latest.weights.h5")
         self._metadata_path = os.path.join(self.backup_dir, "training_metadata.json")
-        self._current_epoch = self._last_batch = self._batches_since_save = 0
+        # the batch-saving state, under Keras's names
+        self._current_epoch = self._last_batch_seen = self._batches_seen_since_last_saving = 0
         self._finished = False
 
     # -- hooks ----------------------------------------------------------------------------------
@@ -68,17 +69,24 @@ class BackupAndRestore(Callback):
         self._current_epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.save_freq == "epoch":
-            return
-        self._batches_since_save += batch + 1 if batch <= self._last_batch else \
-            batch - self._last_batch
-        self._last_batch = batch
-        if self._batches_since_save >= self.save_freq:
-            self._batches_since_save = 0
+        if self._should_save_on_batch(batch):
             self._save(self._current_epoch, batch)
 
+    def _should_save_on_batch(self, batch):
+        """Count the batches since the last save (a batch index not above the last one seen
+        starts a new epoch); True, and the count restarts, every ``save_freq`` batches."""
+        if self.save_freq == "epoch":
+            return False
+        seen = self._last_batch_seen
+        self._batches_seen_since_last_saving += batch + 1 if batch <= seen else batch - seen
+        self._last_batch_seen = batch
+        if self._batches_seen_since_last_saving < self.save_freq:
+            return False
+        self._batches_seen_since_last_saving = 0
+        return True
+
     def on_epoch_end(self, epoch, logs=None):
-        self._current_epoch, self._last_batch = epoch + 1, 0
+        self._current_epoch, self._last_batch_seen = epoch + 1, 0
         if self.save_freq == "epoch":
             self._save(epoch + 1, 0)
         self._finished = epoch + 1 >= self.params.get("epochs", epoch + 1)

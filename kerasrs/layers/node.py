@@ -164,14 +164,17 @@ class Spec:
 
 
 def symbolic_call(layer, args, kwargs):
-    """Build ``layer`` if needed, record a `Node` and return its symbolic outputs."""
+    """Build ``layer`` if needed, record a `Node` and return its symbolic outputs. A
+    ``training`` given here is kept in the node (the model's own ``training``, when not None,
+    overrides it, as in Keras)."""
     kwargs = dict(kwargs)
-    kwargs.pop("training", None)
+    training = kwargs.pop("training", None)
     if not layer.built:
         layer._build_from_call(args, kwargs)
     specs = output_spec(layer, args, kwargs)
     outputs = map_structure(lambda spec: SymbolicTensor(spec.shape, spec.dtype), specs)
-    Node(layer, args, kwargs, autodiff._flatten(outputs))
+    node_kwargs = kwargs if training is None else {**kwargs, "training": training}
+    Node(layer, args, node_kwargs, autodiff._flatten(outputs))
     _attach_symbolic_masks(layer, args, kwargs, outputs)
     return outputs
 

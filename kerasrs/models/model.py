@@ -69,25 +69,29 @@ class Model(trainer.Trainer, Layer):
         return self._sublayers()
 
     def get_layer(self, name=None, index=None):
-        """The layer called ``name``, or at position ``index`` of `layers`.
+        """The layer called ``name``, or at position ``index`` of `layers` (for a functional
+        model, the recorded ops are not layers: see ``operations``).
 
         Raises:
             ValueError: if neither or both are given, or no layer matches (listing the names).
         """
         if (name is None) == (index is None):
-            raise ValueError(f"{self.name}.get_layer: give exactly one of `name` and `index`. "
-                             f"Received: name={name!r}, index={index!r}")
+            raise ValueError(f"{self.name}.get_layer: give exactly one of `name` and `index` "
+                             f"(Provide either a layer name or layer index). Received: "
+                             f"name={name!r}, index={index!r}")
         layers = self.layers
         if index is not None:
             if not -len(layers) <= index < len(layers):
-                raise ValueError(f"{self.name}.get_layer: index {index} is out of range for "
+                raise ValueError(f"{self.name}.get_layer: index {index} is out of range: Was "
+                                 f"asked to retrieve layer at index {index} but model only has "
                                  f"{len(layers)} layers. Received: index={index}")
             return layers[index]
         for layer in layers:
             if layer.name == name:
                 return layer
-        raise ValueError(f"{self.name}.get_layer: no layer named {name!r}. Layers: "
-                         f"{[layer.name for layer in layers]}. Received: name={name!r}")
+        raise ValueError(f"{self.name}.get_layer: no layer named {name!r} (No such layer: "
+                         f"{name}). Existing layers are: {[layer.name for layer in layers]}. "
+                         f"Received: name={name!r}")
 
     def build(self, input_shape=None):
         """Build a subclassed model by running ``call`` once on zeros of ``input_shape``

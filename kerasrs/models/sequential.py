@@ -168,10 +168,6 @@ class Sequential(Model):
     def output_shape(self):
         return None if self._output_tensor is None else self._output_tensor.shape
 
-    @property
-    def output_names(self):
-        return [self.layers[-1].name] if self.layers else []
-
     # -- configuration --------------------------------------------------------------------------
     def get_config(self):
         """Keras's Sequential config: the input layer first, then every layer."""

@@ -9,6 +9,7 @@ with NumPy's PCG64 and moved to the default backend, so a seed gives the same va
 import numpy as np
 
 from kerasrs import backend as _backend
+from kerasrs import initializers as _initializers
 from kerasrs import ops
 from kerasrs.ops.core import constant
 
@@ -42,6 +43,9 @@ class SeedGenerator:
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+_initializers.register_seed_generator(SeedGenerator)  # initializers take one as `seed`
 
 
 def _host_rng(seed):

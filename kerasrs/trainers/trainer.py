@@ -49,7 +49,7 @@ class Trainer:
         self._compiled_loss = self._compiled_metrics = None
         self._loss_tracker = None
         self._loss_trackers = []
-        self._output_names_cache = None
+        self._compiled_outputs = None
         self._train_variables = self._loss_layers = None
 
     _fit_distribution = None  # a kerasrs.distribution.DataParallel, set by fit while training
@@ -69,9 +69,12 @@ class Trainer:
             optimizer: name ("rmsprop", "adam", "sgd", ...) or `kerasrs.optimizers.Optimizer`.
                 Compiling again makes a new optimizer (from a name) and keeps the weights.
             loss: name, `Loss`, function ``(y_true, y_pred) -> per-sample values``, or per
-                output a list or dict (keyed by output name); one loss applies to every output.
-            loss_weights: a float, or a list or dict of floats weighting each output's loss in
-                the total.
+                output a list, dict (keyed by output name) or nested structure like the
+                outputs; one loss applies to every output, a list of losses for one output
+                adds them. ``"crossentropy"`` picks binary, sparse or categorical cross-entropy
+                from the shapes, as Keras does.
+            loss_weights: a float, or floats in the structure of ``loss`` weighting each loss
+                in the total.
             metrics: list of names ("accuracy", "mae", ...) or `Metric`s, or per output a list
                 of lists or a dict. "accuracy"/"acc" picks the accuracy that fits the loss.
             weighted_metrics: like ``metrics``, but given the sample and class weights.
@@ -96,7 +99,7 @@ class Trainer:
         self._compiled_metrics._owner = self
         self._loss_tracker = compile_utils.RunningMean("loss")
         self._loss_trackers = [self._loss_tracker]
-        self._output_names_cache = None
+        self._compiled_outputs = None
         self._train_variables = self._loss_layers = None
         self.compiled = True
         self.stop_training = False
@@ -178,26 +181,16 @@ class Trainer:
             metric.reset_state()
 
     # -- one batch ------------------------------------------------------------------------------
-    def _output_names(self, y_pred):
-        names = getattr(self, "output_names", None)
-        flat = autodiff._flatten(y_pred)
-        if isinstance(y_pred, dict):
-            return sorted(y_pred)
-        if names and len(names) == len(flat):
-            return list(names)
-        return ["output"] if len(flat) == 1 else [f"output_{i}" for i in range(len(flat))]
-
     def _build_compiled(self, y, y_pred, sample_weight):
-        names = self._output_names(y_pred)
-        self._output_names_cache = names
-        self._compiled_loss.build(names)
-        y_flat = data_adapter.flatten_targets(y, names)
-        p_flat = autodiff._flatten(y_pred)
-        self._compiled_metrics.build(names, y_flat, p_flat, self._compiled_loss.losses)
+        outputs = compile_utils.OutputStructure(y_pred, getattr(self, "output_names", None))
+        self._compiled_outputs = outputs
+        y_flat, p_flat = outputs.flatten(y), autodiff._flatten(y_pred)
+        self._compiled_loss.build(outputs, y_flat, p_flat)
+        self._compiled_metrics.build(outputs, y_flat, p_flat, self._compiled_loss.output_losses)
         self._loss_trackers = [self._loss_tracker]
-        if len(names) > 1:
-            self._loss_trackers += [compile_utils.RunningMean(f"{n}_loss") for n, loss in
-                                    zip(names, self._compiled_loss.losses) if loss is not None]
+        if len(self._compiled_loss.names) > 1:  # as Keras: a mean per loss when several
+            self._loss_trackers += [compile_utils.RunningMean(f"{name}_loss")
+                                    for name in self._compiled_loss.names]
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The total loss, a scalar `Tensor`: the compiled losses (weighted by ``loss_weights``)
@@ -212,14 +205,12 @@ class Trainer:
         if self._compiled_loss is not None:
             if not self._compiled_loss.built:
                 self._build_compiled(y, y_pred, sample_weight)
-            names = self._output_names_cache
-            y_flat = data_adapter.flatten_targets(y, names)
-            sw_flat = data_adapter.flatten_targets(sample_weight, names, "sample_weight")
-            total, parts = self._compiled_loss(y_flat, autodiff._flatten(y_pred), sw_flat)
+            outputs = self._compiled_outputs
+            total, parts = self._compiled_loss(outputs.flatten(y), autodiff._flatten(y_pred),
+                                               outputs.flatten(sample_weight, "sample_weight"))
             if len(self._loss_trackers) > 1:
                 n = data_adapter.batch_size_of(x if x is not None else y_pred)
-                for tracker, part in zip(self._loss_trackers[1:],
-                                         [p for p in parts if p is not None]):
+                for tracker, part in zip(self._loss_trackers[1:], parts):
                     tracker.add(float(part.data), n)
         if self._loss_layers is None:  # cached like the trainable variables, per fit
             self._loss_layers = self._flatten_layers()
@@ -247,9 +238,9 @@ class Trainer:
             return
         if not cm.built:
             self._build_compiled(y, y_pred, sample_weight)
-        names = self._output_names_cache
-        cm.update_flat(data_adapter.flatten_targets(y, names), autodiff._flatten(y_pred),
-                       data_adapter.flatten_targets(sample_weight, names, "sample_weight"))
+        outputs = self._compiled_outputs
+        cm.update_flat(outputs.flatten(y), autodiff._flatten(y_pred),
+                       outputs.flatten(sample_weight, "sample_weight"))
 
     def _forward_backward(self, x, y, sample_weight, real=None):
         """Forward pass, loss, gradients and one optimizer step; folds the loss into the loss

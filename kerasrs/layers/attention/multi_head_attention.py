@@ -112,6 +112,12 @@ class MultiHeadAttention(Layer):
         self.bias_regularizer = get_regularizer(bias_regularizer)
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
 
+    # The projections, as Keras exposes them (`EinsumDense` layers, made by `build`).
+    query_dense = property(lambda self: self._query_dense)
+    key_dense = property(lambda self: self._key_dense)
+    value_dense = property(lambda self: self._value_dense)
+    output_dense = property(lambda self: self._output_dense)
+
     def _dense(self, free, bound, out_dims, name):
         eq, bias_axes, rank = _proj_equation(free, bound, len(out_dims))
         return EinsumDense(eq, [None] * (rank - 1 - len(out_dims)) + list(out_dims),
