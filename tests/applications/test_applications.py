@@ -18,7 +18,6 @@ import pytest
 
 import kerasrs
 from kerasrs import applications
-from kerasrs.layers import op_layer
 
 FIXTURE = json.loads((pathlib.Path(__file__).parents[1] / "fixtures" /
                       "keras_applications.json").read_text())
@@ -33,12 +32,6 @@ DEFAULT_RUN = {"ConvNeXtTiny": 32, "DenseNet121": 32, "EfficientNetB0": 32,
 # (the variant "VGG16_notop_32").
 
 
-def layers_as_keras_lists_them(model):
-    """``model.layers`` without the op layers of ``x + 3.0``-style arithmetic, which Keras keeps
-    out of ``model.layers`` (it lists them only among ``model.operations``)."""
-    return [layer for layer in model.layers if not isinstance(layer, op_layer.OpLayer)]
-
-
 def weights_digest(layers):
     lines = [layer.name + ": " + ", ".join(str(tuple(w.shape)) for w in layer.weights)
              for layer in layers]
@@ -46,11 +39,11 @@ def weights_digest(layers):
 
 
 def describe(model):
-    layers = layers_as_keras_lists_them(model)
+    layers = model.layers  # as Keras: without the op layers of `x + 3.0`-style arithmetic
     return {"params": int(sum(np.prod(w.shape) for w in model.weights)),
             "trainable_params": int(sum(np.prod(w.shape) for w in model.trainable_weights)),
             "layer_names": [layer.name for layer in layers],
-            "operation_names": [layer.name for layer in model.layers],
+            "operation_names": [op.name for op in model.operations],
             "weights_digest": weights_digest(layers),
             "output_shape": list(model.output_shape), "input_shape": list(model.input_shape),
             "name": model.name}
