@@ -365,7 +365,7 @@ def get(identifier):
     return DTypePolicy(name)
 
 
-def deserialize(config):
+def deserialize(config, custom_objects=None):
     """A policy from its Keras config dict (``{"class_name", "config"}``, or a bare config)."""
     inner = config.get("config", config)
     cls = _CLASSES.get(config.get("class_name", "DTypePolicy"))

@@ -121,6 +121,14 @@ class Sequential(Model):
             x = layer(x) if training is None else layer(x, training=training)
         return x
 
+    def compute_output_shape(self, input_shape):
+        """Chained through the layers' own shape rules, so that a nested Sequential with unknown
+        sides is not probed on tiny inputs (a strided 'valid' stem cannot run on them)."""
+        shape = tuple(input_shape)
+        for layer in self.layers:
+            shape = layer.compute_output_shape(shape)
+        return shape
+
     def _check_input_structure(self, method, x):
         """A Sequential model takes one array: a dict or a list of inputs is an error here,
         not a confusing one deep in the first layer."""

@@ -21,7 +21,7 @@ import io
 import json
 import zipfile
 
-from kerasrs import version
+from kerasrs.version import __version__ as KERASRS_VERSION  # kerasrs.version: the function
 from kerasrs.saving import legacy_h5, model_config, weights_h5
 
 WEIGHTS_NAME = "model.weights.h5"
@@ -39,7 +39,7 @@ def write(model, filepath):
 
     config = model_config.model_to_config(model)
     config["compile_config"] = model_config.compile_config(model)
-    metadata = {"keras_version": legacy_h5.KERAS_VERSION, "kerasrs_version": version.__version__,
+    metadata = {"keras_version": legacy_h5.KERAS_VERSION, "kerasrs_version": KERASRS_VERSION,
                 "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as h5file:
