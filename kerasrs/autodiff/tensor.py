@@ -115,7 +115,15 @@ class Variable(Tensor):
         be = backend_module.get()
         # C order always: the fused optimizers update variables through flat views (an
         # Orthogonal initializer's QR factor comes in Fortran order)
-        data = _to_array(getattr(value, "data", value), be, dtype)
+        # A Tensor's array, never a NumPy array's `.data` (a memoryview, which cannot hold
+        # bfloat16 and would name the wrong type in errors)
+        data = _to_array(value.data if isinstance(value, Tensor) else value, be, dtype)
+        kind = data.dtype.kind  # ml_dtypes' bfloat16 and float8 are kind "V" too, unnamed
+        if kind in "OSUM" or (kind == "V" and (data.dtype.names or
+                                               data.dtype.name.startswith("void"))):
+            raise TypeError(f"Variable {name or 'variable'!r}: a Variable holds numbers; "
+                            f"cannot make one of dtype {data.dtype.name} (shape "
+                            f"{tuple(data.shape)}). Convert the values to a numeric dtype first.")
         if not data.flags.c_contiguous:
             data = be.xp.ascontiguousarray(data)
         if shape is not None and tuple(data.shape) != tuple(shape):
