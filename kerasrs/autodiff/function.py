@@ -116,15 +116,19 @@ class Function:
 
 
 def _upcast_half(arrays):
-    """In place: float16/bfloat16 arrays become float32. Returns the half dtype, or None."""
-    low = None
+    """In place: float16/bfloat16 arrays become float32. Returns the half dtype the result goes
+    back to, or None: also None when a wider float input is mixed in (float16 @ float64 is
+    float64, as ``add`` promotes; casting it back to float16 turned 1e5 into inf)."""
+    low, wide = None, False
     for i, a in enumerate(arrays):
         dtype = getattr(a, "dtype", None)
         if dtype is not None and dtype.itemsize == 2 and (dtype.kind == "f" or
                                                           dtype.name == "bfloat16"):
             low = dtype
             arrays[i] = a.astype(np.float32)
-    return low
+        elif dtype is not None and dtype.kind in "fc":
+            wide = True
+    return None if wide else low
 
 
 class _NotATensor(Exception):
