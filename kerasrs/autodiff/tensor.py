@@ -100,7 +100,8 @@ class Variable(Tensor):
         be = backend_module.get()
         # C order always: the fused optimizers update variables through flat views (an
         # Orthogonal initializer's QR factor comes in Fortran order)
-        data = _to_array(getattr(value, "data", value), be, dtype)
+        # (a CuPy array's .data is its raw memory pointer, not its values)
+        data = _to_array(value.data if isinstance(value, Tensor) else value, be, dtype)
         if not data.flags.c_contiguous:
             data = be.xp.ascontiguousarray(data)
         if shape is not None and tuple(data.shape) != tuple(shape):
@@ -118,7 +119,7 @@ class Variable(Tensor):
             TypeError: for a value that is not numeric (a str, None, ...).
             ValueError: for a value whose shape is neither the variable's nor ``()``.
         """
-        value = getattr(value, "data", value)
+        value = value.data if isinstance(value, Tensor) else value
         array = self._numeric("assign", value)
         if tuple(array.shape) not in (self.shape, ()):
             raise ValueError(f"Variable {self.path!r}: cannot assign a value of shape "
@@ -178,7 +179,7 @@ class Variable(Tensor):
         return self
 
     def _operand(self, op, value):
-        value = self._numeric(op, getattr(value, "data", value))
+        value = self._numeric(op, value.data if isinstance(value, Tensor) else value)
         try:
             fits = np.broadcast_shapes(value.shape, self.shape) == self.shape
         except ValueError:

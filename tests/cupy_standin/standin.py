@@ -64,17 +64,36 @@ def _host_error(where):
                      "implicitly)")
 
 
-def _unwrap(x, where, keep):
+# Functions and methods whose arguments after the array are axes, shapes or counts: CuPy reads
+# those as Python sequences, so a host integer array is fine there.
+SHAPE_ARGUMENTS = frozenset((
+    "transpose", "reshape", "broadcast_to", "tile", "squeeze", "expand_dims", "moveaxis",
+    "swapaxes", "sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax",
+    "argmin", "cumsum", "zeros", "ones", "full", "empty", "flip", "roll", "pad", "repeat"))
+
+
+def _unwrap(x, where, keep, shape_ok=False):
     """NumPy value for ``x``: device arrays unwrapped (and remembered in ``keep``), lists and
-    tuples walked; a host array raises."""
+    tuples walked; a host array raises, except an integer one where ``shape_ok``."""
     if isinstance(x, ndarray):
         keep[id(x._a)] = x
         return x._a
     if isinstance(x, np.ndarray):
+        if shape_ok and x.dtype.kind in "iu" and x.ndim <= 2:
+            return x.tolist()
         raise _host_error(where)
     if type(x) in (list, tuple):
-        return type(x)(_unwrap(v, where, keep) for v in x)
+        return type(x)(_unwrap(v, where, keep, shape_ok) for v in x)
     return x
+
+
+def _unwrap_call(name, args, kwargs, keep, first_is_array):
+    """``args`` and ``kwargs`` of cupy function or method ``name`` unwrapped."""
+    ok = name in SHAPE_ARGUMENTS
+    where = f"cupy.{name}"
+    args = [_unwrap(a, where, keep, ok and (i > 0 or not first_is_array))
+            for i, a in enumerate(args)]
+    return args, {k: _unwrap(v, where, keep, ok) for k, v in kwargs.items()}
 
 
 def _wrap(r, keep):
@@ -89,16 +108,15 @@ def _wrap(r, keep):
     return r
 
 
-def _call(fn, where, args, kwargs):
-    keep = {}
-    args = _unwrap(args, where, keep)
-    kwargs = {k: _unwrap(v, where, keep) for k, v in kwargs.items()}
+def _call(fn, name, args, kwargs, first_is_array=True, keep=None):
+    keep = {} if keep is None else keep
+    args, kwargs = _unwrap_call(name, args, kwargs, keep, first_is_array)
     return _wrap(fn(*args, **kwargs), keep)
 
 
 def _device_function(fn, name):
     def f(*args, **kwargs):
-        return _call(fn, f"cupy.{name}", args, kwargs)
+        return _call(fn, name, args, kwargs)
     f.__name__ = f.__qualname__ = name
     return f
 
@@ -155,10 +173,7 @@ class ndarray:
             return _wrap(attr, {})
 
         def method(*args, **kwargs):
-            keep = {id(self._a): self}
-            args = _unwrap(args, f"cupy.ndarray.{name}", keep)
-            kwargs = {k: _unwrap(v, f"cupy.ndarray.{name}", keep) for k, v in kwargs.items()}
-            return _wrap(attr(*args, **kwargs), keep)
+            return _call(attr, name, args, kwargs, False, {id(self._a): self})
         return method
 
     # -- explicit copies (counted) ---------------------------------------------------------
@@ -211,10 +226,10 @@ class ndarray:
 
     # -- NumPy protocols: np.ufunc(device) and np.function(device) run on the device ----------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _call(getattr(ufunc, method), f"numpy.{ufunc.__name__}", inputs, kwargs)
+        return _call(getattr(ufunc, method), ufunc.__name__, inputs, kwargs)
 
     def __array_function__(self, func, types_, args, kwargs):
-        return _call(func, f"numpy.{func.__name__}", args, kwargs)
+        return _call(func, func.__name__, args, kwargs)
 
     # -- container -------------------------------------------------------------------------
     def __len__(self):
