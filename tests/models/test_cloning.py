@@ -1,10 +1,10 @@
 """``clone_model`` as Keras 3 clones (issue 27): ``clone_function`` and ``call_function`` for
 functional models, Sequential models, nested models, and compiled models. Every test runs with
-kerasrs and with Keras 3 (`keras_twin`)."""
+kerasrs and with Keras 3 (`models_twin`)."""
 
 import numpy as np  # noqa: F401 (the twin tests use np and pytest, here and in Keras)
 import pytest  # noqa: F401
-from keras_twin import twin, twin_helper
+from models_twin import twin, twin_helper
 
 
 @twin_helper

@@ -4,7 +4,7 @@ tensors, optional inputs, input rank standardization, ``training`` reaching ever
 
 import numpy as np  # noqa: F401 (the twin tests use np and pytest, here and in Keras)
 import pytest  # noqa: F401
-from keras_twin import twin, twin_helper
+from models_twin import twin, twin_helper
 
 
 @twin_helper

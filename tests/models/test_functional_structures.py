@@ -1,9 +1,9 @@
 """Functional models over nested structures, and compile's losses and metrics laid over them
-(issue 27). Every test runs with kerasrs and with Keras 3 (`keras_twin`)."""
+(issue 27). Every test runs with kerasrs and with Keras 3 (`models_twin`)."""
 
 import numpy as np  # noqa: F401 (the twin tests use np and pytest, here and in Keras)
 import pytest  # noqa: F401
-from keras_twin import twin, twin_helper
+from models_twin import twin, twin_helper
 
 
 @twin_helper
