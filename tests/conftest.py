@@ -4,6 +4,11 @@
 device) fails instead, so a GPU run cannot pass by skipping everything.
 """
 
+import importlib.util
+import os
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 
@@ -13,6 +18,18 @@ import kerasrs
 def pytest_addoption(parser):
     parser.addoption("--gpu", action="store_true", default=False,
                      help="expect a CUDA device: gpu-marked tests fail instead of skipping")
+
+
+def pytest_configure(config):
+    """``KERASRS_CUPY_STANDIN=1``: the whole session's ``cupy`` is the test-only stand-in
+    (tests/cupy_standin/standin.py), so the gpu-marked tests run without a GPU (``-m gpu``)."""
+    if os.environ.get("KERASRS_CUPY_STANDIN") == "1" and "standin" not in sys.modules:
+        path = pathlib.Path(__file__).parent / "cupy_standin" / "standin.py"
+        spec = importlib.util.spec_from_file_location("standin", path)
+        standin = sys.modules["standin"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(standin)
+        config.kerasrs_standin = standin.installed()  # (kept: closing it uninstalls)
+        config.kerasrs_standin.__enter__()
 
 
 @pytest.hookimpl(hookwrapper=True)
