@@ -69,7 +69,8 @@ def _host_error(where):
 SHAPE_ARGUMENTS = frozenset((
     "transpose", "reshape", "broadcast_to", "tile", "squeeze", "expand_dims", "moveaxis",
     "swapaxes", "sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax",
-    "argmin", "cumsum", "zeros", "ones", "full", "empty", "flip", "roll", "pad", "repeat"))
+    "argmin", "cumsum", "zeros", "ones", "full", "empty", "flip", "roll", "pad", "repeat",
+    "split", "array_split"))
 
 
 def _unwrap(x, where, keep, shape_ok=False):
@@ -105,6 +106,8 @@ def _wrap(r, keep):
         return ndarray._of(np.asarray(r))
     if type(r) in (list, tuple):
         return type(r)(_wrap(v, keep) for v in r)
+    if isinstance(r, tuple) and hasattr(r, "_fields"):  # linalg's named results
+        return type(r)(*(_wrap(v, keep) for v in r))
     return r
 
 
@@ -115,10 +118,28 @@ def _call(fn, name, args, kwargs, first_is_array=True, keep=None):
 
 
 def _device_function(fn, name):
+    if isinstance(fn, np.ufunc):
+        return _Ufunc(fn)
+
     def f(*args, **kwargs):
         return _call(fn, name, args, kwargs)
     f.__name__ = f.__qualname__ = name
     return f
+
+
+class _Ufunc:
+    """A NumPy ufunc on device arrays, with its methods (``outer``, ``reduce``, ``at``...)."""
+
+    def __init__(self, ufunc):
+        self._u = ufunc
+        self.__name__ = ufunc.__name__
+
+    def __call__(self, *args, **kwargs):
+        return _call(self._u, self.__name__, args, kwargs)
+
+    def __getattr__(self, name):
+        attr = getattr(self._u, name)
+        return _device_function(attr, f"{self.__name__}.{name}") if callable(attr) else attr
 
 
 class _MemoryPointer:
@@ -596,6 +617,11 @@ cuda = types.ModuleType("cupy.cuda", "The stand-in's cupy.cuda.")
 cuda.Device, cuda.Stream, cuda.Event = Device, Stream, Event
 cuda.get_current_stream, cuda.alloc_pinned_memory = get_current_stream, alloc_pinned_memory
 cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
+
+
+lib = types.ModuleType("cupy.lib", "The stand-in's cupy.lib.")
+lib.stride_tricks = types.SimpleNamespace(as_strided=_device_function(
+    np.lib.stride_tricks.as_strided, "lib.stride_tricks.as_strided"))
 
 
 # -- cupy.random and cupyx ----------------------------------------------------------------------
