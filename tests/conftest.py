@@ -15,6 +15,13 @@ import pytest
 import kerasrs
 
 
+# The CUDA checks without a GPU (tests/cuda, tests/cupy_standin) skip when g++/libtsan or the
+# NVRTC wheels are missing, except under KERASRS_CUDA_CHECKS=required (set by .ci/run), where a
+# skip would hide them: there each such skip is a failure.
+CUDA_CHECKS_REQUIRED = os.environ.get("KERASRS_CUDA_CHECKS") == "required"
+CUDA_CHECK_DIRS = ("cuda", "cupy_standin")
+
+
 def pytest_addoption(parser):
     parser.addoption("--gpu", action="store_true", default=False,
                      help="expect a CUDA device: gpu-marked tests fail instead of skipping")
@@ -41,6 +48,11 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"--gpu given, but this gpu test skipped: {reason}"
+    elif report.skipped and CUDA_CHECKS_REQUIRED and item.path.parent.name in CUDA_CHECK_DIRS \
+            and item.get_closest_marker("gpu") is None:
+        report.outcome = "failed"
+        report.longrepr = f"KERASRS_CUDA_CHECKS=required, but this check skipped: " \
+                          f"{report.longrepr}"
 
 
 @pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

@@ -1,16 +1,13 @@
 """The ``cupy_standin`` fixture: the CuPy backend on the test-only CuPy stand-in (standin.py),
 whose kernels run through g++ and the CPU runner of tests/cuda. Under
-``KERASRS_CUDA_CHECKS=required`` (CI) a skip for a missing g++ is a failure."""
+``KERASRS_CUDA_CHECKS=required`` (CI) a skip for a missing g++ is a failure (tests/conftest.py)."""
 
-import os
 import shutil
 
 import pytest
 import standin
 
 from kerasrs import backend as backend_module
-
-REQUIRED = os.environ.get("KERASRS_CUDA_CHECKS") == "required"
 
 
 @pytest.fixture
@@ -29,13 +26,3 @@ def cupy_standin():
             backend_module._instances.pop("cupy", None)
             if old is not None:
                 backend_module._instances["cupy"] = old
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if REQUIRED and report.skipped and item.get_closest_marker("gpu") is None:
-        report.outcome = "failed"
-        report.longrepr = f"KERASRS_CUDA_CHECKS=required, but this check skipped: " \
-                          f"{report.longrepr}"
