@@ -213,3 +213,27 @@ def test_wrong_grid_size_fails(cupy_standin, tamper, rng):
     tamper("softmax_ce_sparse_fwd<float>", lambda grid, args: ((0,), args))
     with pytest.raises(ValueError, match="invalid configuration"):
         check_kernel(cupy_standin, "softmax_cross_entropy", case)
+
+
+# -- the backend's own paths: scatter_add, the device and NCCL checks --------------------------
+def test_scatter_add_sums_repeated_indices(cupy_standin):
+    be, cp = backend_module.get("cupy"), cupy_standin
+    a = cp.zeros(3, np.float32)
+    be.scatter_add(a, cp.asarray(np.array([0, 0, 2])), cp.asarray(np.array([1, 2, 3], "f4")))
+    np.testing.assert_array_equal(a.get(), [3.0, 0.0, 3.0])
+
+
+def test_import_cupy_says_what_is_missing(cupy_standin, monkeypatch):
+    from kerasrs.backend import cupy_backend
+
+    def broken():
+        raise RuntimeError("cudaErrorInsufficientDriver")
+    monkeypatch.setattr(cupy_standin.cuda.runtime, "getDeviceCount", broken)
+    with pytest.raises(RuntimeError, match="no usable NVIDIA GPU: cudaErrorInsufficientDriver"):
+        cupy_backend.import_cupy()
+    monkeypatch.setattr(cupy_standin.cuda.runtime, "getDeviceCount", lambda: 0)
+    with pytest.raises(RuntimeError, match="found CuPy but no NVIDIA GPU"):
+        cupy_backend.import_cupy()
+    monkeypatch.undo()
+    with pytest.raises(ImportError, match="needs NCCL"):  # the stand-in has no cupy.cuda.nccl
+        cupy_backend.import_nccl()
