@@ -35,7 +35,8 @@ LEVELS = {
     "metrics": 35,  # metrics wrap loss functions
     "losses": 30, "optimizers": 30,
     "graph": 25,  # training-step graphs: trace, differentiate, replay (uses ops and autodiff)
-    "activations": 25, "constraints": 25, "random": 25, "regularizers": 25, "testing": 25,
+    "activations": 25, "constraints": 25, "quantizers": 25, "random": 25, "regularizers": 25,
+    "testing": 25,
     "initializers": 20, "ops": 20,
     "autodiff": 15,
     "config": 12,

@@ -112,6 +112,12 @@ class Variable(Tensor):
         self.name = name or "variable"
         self.path = self.name
 
+    def numpy(self):
+        """A host NumPy copy of the values: a snapshot that later updates (optimizers assign
+        in place) do not change, as a Keras variable's ``numpy()``."""
+        data = self.data
+        return data.copy() if isinstance(data, np.ndarray) else self.backend.to_numpy(data)
+
     def assign(self, value):
         """Overwrite the values in place (the shape and dtype stay). Returns self.
 

@@ -356,6 +356,7 @@ class UnitNormalization(Layer):
         else:
             raise TypeError(f"{self.name}: Invalid value for `axis` argument: expected an int or "
                             f"a list/tuple of ints. Received: axis={axis!r}")
+        self._build_at_init()
 
     def call(self, inputs):
         axis = tuple(self.axis) if isinstance(self.axis, list) else self.axis

@@ -194,7 +194,9 @@ weights_h5.register_model_class(Functional, graph=True)
 
 
 def check_input(model_name, index, spec, x, optional=False):
-    """``x`` as a Tensor of the input's dtype (cast if needed), checked against its shape.
+    """``x`` as a Tensor of the input's dtype (cast if needed), checked against its shape
+    except the batch axis (as Keras's model input specs: an Input with ``batch_size`` takes
+    other batch sizes too).
 
     As in Keras, a rank one above the input's with a last axis of size 1 is squeezed, and a
     rank one below it is expanded when the input's last axis has size 1. ``None`` is passed
@@ -221,7 +223,7 @@ def check_input(model_name, index, spec, x, optional=False):
             x = ops.expand_dims(x, axis=-1)
         shape = tuple(x.shape)
     if len(shape) != len(expected) or any(e is not None and e != s
-                                          for e, s in zip(expected, shape)):
+                                          for e, s in zip(expected[1:], shape[1:])):
         raise ValueError(f"{model_name}: input {index} ({spec._keras_history[0].name!r}) is "
                          f"incompatible with the model: expected shape {expected} (None: any "
                          f"size). Received: input shape {received}")

@@ -179,15 +179,22 @@ class Sequential(Model):
         """A new Sequential model from `get_config`'s dict (built if the input is known)."""
         model = cls(name=config.get("name"), trainable=config.get("trainable", True),
                     dtype=config.get("dtype"))
+        builds = []
         for entry in config["layers"]:  # built below, inside the model's name scope
-            entry = {k: v for k, v in entry.items() if k != "build_config"}
-            model.add(serialization.deserialize(entry, custom_objects), rebuild=False)
+            layer = serialization.deserialize(
+                {k: v for k, v in entry.items() if k != "build_config"}, custom_objects)
+            model.add(layer, rebuild=False)
+            builds.append((layer, entry.get("build_config")))
         if not model._layers or not isinstance(model._layers[0], InputLayer):
             shape = config.get("build_input_shape")
             if shape is not None:
                 model.build(tuple(shape))
                 return model
         model._maybe_rebuild()
+        if not model.built:  # a model saved unbuilt, its layers built one by one: as they were
+            for layer, build in builds:
+                if build and not layer.built:
+                    layer.build_from_config(build)
         return model
 
     _from_config_takes_custom_objects = True

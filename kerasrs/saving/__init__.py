@@ -21,6 +21,7 @@ from the file: there is no pickle, and a ``Lambda`` layer's Python bytecode is r
 import contextlib
 import json
 import os
+import warnings
 
 from kerasrs.registry import (CustomObjectScope, custom_object_scope,  # noqa: F401
                               get_custom_objects, get_registered_name, get_registered_object,
@@ -92,6 +93,12 @@ def _check_kwargs(kwargs, who):
 
 
 def _require_built(model, who, filepath):
+    if not model.built and model.weights:  # its layers were built one by one: Keras saves too
+        warnings.warn(f"{who}: model {model.name!r} has not been built yet (its layers have "
+                      "weights, which are saved); build it by calling it on data to save its "
+                      f"input shape too. Received: filepath={os.fspath(filepath)!r}",
+                      stacklevel=3)
+        return
     if not model.built or (not model.weights and not model.layers):
         raise ValueError(f"{who}: model {model.name!r} has not been built yet, so it has no "
                          "weights to save. Call it on data, call build(input_shape), or start "
