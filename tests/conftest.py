@@ -4,15 +4,39 @@
 device) fails instead, so a GPU run cannot pass by skipping everything.
 """
 
+import importlib.util
+import os
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 
 import kerasrs
 
 
+# The CUDA checks without a GPU (tests/cuda, tests/cupy_standin) skip when g++/libtsan or the
+# NVRTC wheels are missing, except under KERASRS_CUDA_CHECKS=required (set by .ci/run), where a
+# skip would hide them: there each such skip is a failure.
+CUDA_CHECKS_REQUIRED = os.environ.get("KERASRS_CUDA_CHECKS") == "required"
+CUDA_CHECK_DIRS = ("cuda", "cupy_standin")
+
+
 def pytest_addoption(parser):
     parser.addoption("--gpu", action="store_true", default=False,
                      help="expect a CUDA device: gpu-marked tests fail instead of skipping")
+
+
+def pytest_configure(config):
+    """``KERASRS_CUPY_STANDIN=1``: the whole session's ``cupy`` is the test-only stand-in
+    (tests/cupy_standin/standin.py), so the gpu-marked tests run without a GPU (``-m gpu``)."""
+    if os.environ.get("KERASRS_CUPY_STANDIN") == "1" and "standin" not in sys.modules:
+        path = pathlib.Path(__file__).parent / "cupy_standin" / "standin.py"
+        spec = importlib.util.spec_from_file_location("standin", path)
+        standin = sys.modules["standin"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(standin)
+        config.kerasrs_standin = standin.installed()  # (kept: closing it uninstalls)
+        config.kerasrs_standin.__enter__()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -24,6 +48,11 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"--gpu given, but this gpu test skipped: {reason}"
+    elif report.skipped and CUDA_CHECKS_REQUIRED and item.path.parent.name in CUDA_CHECK_DIRS \
+            and item.get_closest_marker("gpu") is None:
+        report.outcome = "failed"
+        report.longrepr = f"KERASRS_CUDA_CHECKS=required, but this check skipped: " \
+                          f"{report.longrepr}"
 
 
 @pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

@@ -254,8 +254,8 @@ def test_cuda_kernels_match_numpy_twins(cupy_backend, dtype):
 def test_ops_on_cupy_match_numpy(cupy_backend):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 3))
-    with backend.using("cupy"):
-        ta, tb = kerasrs.Tensor(a), kerasrs.Tensor(b)
+    with backend.using("cupy"):  # (a Tensor of a NumPy array stays on NumPy)
+        ta, tb = kerasrs.Tensor(cupy_backend.asarray(a)), kerasrs.Tensor(cupy_backend.asarray(b))
         with kerasrs.GradientTape() as tape:
             tape.watch([ta, tb])
             y = ops.sum(ops.erf(ops.matmul(ta, tb)) * ops.take(ta, [0, 0, 3], axis=0)[:, :3].T[0])

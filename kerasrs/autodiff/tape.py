@@ -191,7 +191,7 @@ class GradientTape:
             if not isinstance(t, Tensor) or id(t) not in reach:
                 continue
             g = t.backend.xp.ones(t.shape, t.dtype) if seed is None else \
-                t.backend.asarray(getattr(seed, "data", seed), dtype=t.dtype)
+                t.backend.asarray(seed.data if isinstance(seed, Tensor) else seed, dtype=t.dtype)
             if tuple(g.shape) != t.shape:
                 raise ValueError(f"GradientTape.gradient: output_gradients shape {g.shape} does "
                                  f"not match target shape {t.shape}.")

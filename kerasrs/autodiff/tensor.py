@@ -115,8 +115,8 @@ class Variable(Tensor):
         be = backend_module.get()
         # C order always: the fused optimizers update variables through flat views (an
         # Orthogonal initializer's QR factor comes in Fortran order)
-        # A Tensor's array, never a NumPy array's `.data` (a memoryview, which cannot hold
-        # bfloat16 and would name the wrong type in errors)
+        # A Tensor's array, never an array's `.data` (NumPy's is a memoryview, which cannot hold
+        # bfloat16; CuPy's is its raw memory pointer, not its values)
         data = _to_array(value.data if isinstance(value, Tensor) else value, be, dtype)
         kind = data.dtype.kind  # ml_dtypes' bfloat16 and float8 are kind "V" too, unnamed
         if kind in "OSUM" or (kind == "V" and (data.dtype.names or
@@ -149,7 +149,7 @@ class Variable(Tensor):
         """
         if _tracers_var.get():  # kerasrs.graph is tracing: a graph update, no change now
             return _traced_assign(self, value, "assign")
-        value = getattr(value, "data", value)
+        value = value.data if isinstance(value, Tensor) else value
         array = self._numeric("assign", value)
         if tuple(array.shape) not in (self.shape, ()):
             raise ValueError(f"Variable {self.path!r}: cannot assign a value of shape "
@@ -213,7 +213,7 @@ class Variable(Tensor):
         return self
 
     def _operand(self, op, value):
-        value = self._numeric(op, getattr(value, "data", value))
+        value = self._numeric(op, value.data if isinstance(value, Tensor) else value)
         try:
             fits = np.broadcast_shapes(value.shape, self.shape) == self.shape
         except ValueError:

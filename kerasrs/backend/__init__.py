@@ -118,7 +118,9 @@ def is_float_dtype(dtype):
 
 def convert_to_numpy(x):
     """A host NumPy array from a Tensor, backend array, list or scalar."""
-    data = getattr(x, "data", x)
+    data = x
+    if not isinstance(x, np.ndarray) and not hasattr(x, "__cuda_array_interface__"):
+        data = getattr(x, "data", x)  # a Tensor's array (a CuPy array's .data is its pointer)
     if isinstance(data, np.ndarray):
         return data
     return backend_of(data).to_numpy(data) if not isinstance(data, (list, tuple, int, float)) \

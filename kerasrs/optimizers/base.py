@@ -356,7 +356,7 @@ class Optimizer:
             if g is None:
                 missing.append(var.path)
                 continue
-            g = getattr(g, "data", g)
+            g = g.data if isinstance(g, autodiff.Tensor) else g
             if not var.backend.is_array(g):
                 g = var.backend.asarray(backend_module.convert_to_numpy(g))
             if g.dtype != var.dtype:

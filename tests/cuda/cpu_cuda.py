@@ -37,7 +37,12 @@ def translation_unit(name, text=None, common=None):
 
 def build(name, text=None, common=None, sanitize=False, opt="-O1"):
     """Path of the shared library for ``name`` (cached by content). Raises on compile errors."""
-    src = translation_unit(name, text, common)
+    return build_source(name, translation_unit(name, text, common), sanitize, opt)
+
+
+def build_source(name, src, sanitize=False, opt="-O1"):
+    """Path of the shared library for the C++ translation unit ``src`` (cached by content);
+    ``name`` labels the files and the compile errors."""
     flags = FLAGS + (opt,) + (("-fsanitize=thread", "-g") if sanitize else ())
     key = hashlib.sha256((src + HEADER.read_text() + " ".join(flags)).encode()).hexdigest()[:16]
     BUILD.mkdir(exist_ok=True)

@@ -254,7 +254,7 @@ def test_update_on_cupy_matches_numpy(name, rng):
     results = []
     for be in ("numpy", "cupy"):
         with kerasrs.backend.using(be) as backend:
-            w = kerasrs.Variable(backend.asarray(w0), dtype="float32")
+            w = kerasrs.Variable(backend.asarray(w0.copy()), dtype="float32")  # (NumPy: no copy)
             opt = optimizers.get(name)
             for _ in range(3):
                 opt.apply([backend.asarray(g)], [w])

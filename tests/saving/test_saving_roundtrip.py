@@ -424,7 +424,8 @@ def test_round_trip_and_resume_on_each_backend(backend, ext, tmp_path):
     first.save(tmp_path / f"b{ext}")
     resumed = kerasrs.models.load_model(tmp_path / f"b{ext}")
     assert {w.backend.name for w in resumed.weights} == {backend.name}
-    assert {v.backend.name for v in resumed.optimizer.variables} == {backend.name}
+    # (the iteration count and learning rate stay on the host, where the step reads them)
+    assert {v.backend.name for v in resumed.optimizer.variables if v.shape} == {backend.name}
     resumed.fit(x, y, batch_size=16, epochs=2, initial_epoch=1, shuffle=False, verbose=0)
     for a, b in zip(straight.weights, resumed.weights):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)

@@ -56,4 +56,6 @@ class Cuda:
     def embedding_grad(self, indices, gy, input_dim):
         if not fusable(gy):
             return super().embedding_grad(indices, gy, input_dim)
+        if indices.ndim == 0:  # one id (ops.take with a scalar index): a batch of one row
+            indices, gy = indices.reshape(1), gy.reshape(1, *gy.shape)
         return self.kernels.embedding_grad(self._c(indices), self._c(gy), input_dim)
