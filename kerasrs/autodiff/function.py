@@ -111,15 +111,21 @@ class Function:
 
 
 def _upcast_half(arrays):
-    """In place: float16/bfloat16 arrays become float32. Returns the half dtype, or None."""
-    low = None
+    """In place: float16/bfloat16 arrays become float32. Returns the half dtype the result
+    goes back to: None if no input was half, or if the half inputs differ or meet a wider
+    float (then the promoted result is at least float32: float16 x float64 is float64)."""
+    low, mixed = None, False
     for i, a in enumerate(arrays):
         dtype = getattr(a, "dtype", None)
-        if dtype is not None and dtype.itemsize == 2 and (dtype.kind == "f" or
-                                                          dtype.name == "bfloat16"):
+        if dtype is None:
+            continue
+        if dtype.itemsize == 2 and (dtype.kind == "f" or dtype.name == "bfloat16"):
+            mixed = mixed or (low is not None and low != dtype)
             low = dtype
             arrays[i] = a.astype(np.float32)
-    return low
+        elif dtype.kind in "fc":
+            mixed = True
+    return None if mixed else low
 
 
 class _NotATensor(Exception):

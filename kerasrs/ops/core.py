@@ -7,8 +7,9 @@ plus the public function with Keras's name. Broadcast gradients are reduced by t
 import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
-from kerasrs.backend import floatx, is_float_dtype
+from kerasrs.backend.dtypes import INDEX, result_dtype
 from kerasrs.ops.dispatch import op
+from kerasrs.ops.promotion import float_array, promote, promote_all, promote_float
 
 EPSILON = 1e-7  # Keras's backend.epsilon(): probabilities are clipped to [EPSILON, 1 - EPSILON]
 
@@ -23,6 +24,12 @@ def raw(x):
     return x.data if isinstance(x, Tensor) else x
 
 
+def indices(array, backend):
+    """A Tensor of indices or counts (argmax, argsort, nonzero...): int32, as in Keras
+    (`kerasrs.backend.dtypes.INDEX`), whatever integer NumPy returned."""
+    return Tensor(array.astype(INDEX, copy=False), backend=backend)
+
+
 def no_gradient(x, fn):
     """The Tensor ``fn(xp, array)`` of ``x``'s values, with no gradient (an index, a count...)."""
     x = convert_to_tensor(x)
@@ -30,9 +37,10 @@ def no_gradient(x, fn):
 
 
 def to_float(x):
-    """``x`` as a Tensor, integers and bools cast to float32 (as Keras's float-valued ops do)."""
+    """``x`` as a Tensor, integers and bools cast to ``floatx()`` (as Keras's float-valued ops
+    do: `kerasrs.backend.dtypes.float_type`)."""
     x = convert_to_tensor(x)
-    return constant(x.data.astype("float32"), x.backend) if x.dtype.kind in "iub" else x
+    return constant(float_array(x.data), x.backend) if x.dtype.kind in "iub" else x
 
 
 def sorted_axes(op, x, axis):
@@ -53,31 +61,10 @@ def axis_index(axis, ndim, op="ops"):
     return int(axis) % ndim
 
 
-def _promote(a, b):
-    """Keras's promotion of an integer (or bool) operand with a float: the result takes the
-    float's dtype (int32 with float32 is float32, not NumPy's float64), and an integer array
-    with a Python float gives ``floatx()``."""
-    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
-    if da is db:  # the common case: two arrays of one dtype (or two Python scalars)
-        return a, b
-    if da is None or da.kind not in "iub":
-        if db is not None and db.kind in "iub":
-            if da is not None and is_float_dtype(da):
-                return a, b.astype(da)
-            if type(a) is float:
-                return a, b.astype(floatx())
-        return a, b
-    if db is not None and is_float_dtype(db):
-        return a.astype(db), b
-    if type(b) is float:
-        return a.astype(floatx()), b
-    return a, b
-
-
 # -- binary arithmetic -------------------------------------------------------------------------
 class Add(Function):
     def forward(self, a, b):
-        a, b = _promote(a, b)
+        a, b = promote(a, b)
         return a + b
 
     def backward(self, gy):
@@ -86,7 +73,7 @@ class Add(Function):
 
 class Subtract(Function):
     def forward(self, a, b):
-        a, b = _promote(a, b)
+        a, b = promote(a, b)
         return a - b
 
     def backward(self, gy):
@@ -95,7 +82,7 @@ class Subtract(Function):
 
 class Multiply(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b = _promote(a, b)
+        self.a, self.b = a, b = promote(a, b)
         return a * b
 
     def backward(self, gy):
@@ -105,7 +92,7 @@ class Multiply(Function):
 
 class Divide(Function):
     def forward(self, a, b):
-        a, b = _promote(a, b)
+        a, b = promote_float(a, b)
         self.b = b
         self.y = a / b
         return self.y
@@ -117,7 +104,7 @@ class Divide(Function):
 
 class Power(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b = _promote(a, b)
+        self.a, self.b = a, b = promote(a, b)
         self.y = self.xp.power(a, b)
         return self.y
 
@@ -188,7 +175,7 @@ def floor_divide(x1, x2):
 
 class Mod(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a, self.b = a, b = promote(a, b)
         return a % b
 
     def backward(self, gy):  # a % b = a - floor(a / b) * b, differentiated where floor is flat
@@ -207,17 +194,26 @@ def mod(x1, x2):
 
 
 def _pair(x1, x2):
-    t = x1 if isinstance(x1, Tensor) else x2 if isinstance(x2, Tensor) else convert_to_tensor(x1)
-    a = x1 if isinstance(x1, Tensor) else Tensor(raw_like(x1, t), backend=t.backend)
-    b = x2 if isinstance(x2, Tensor) else Tensor(raw_like(x2, t), backend=t.backend)
-    return a, b
+    """``x1`` and ``x2`` as Tensors of their promoted dtype, on the backend of the one that is a
+    Tensor (Python scalars are weak: ``int_tensor < 2.5`` compares in float32)."""
+    t = x1 if isinstance(x1, Tensor) else x2 if isinstance(x2, Tensor) else None
+    a, b = (_operand(x1), _operand(x2))
+    a, b = promote(a, b)
+    be = t.backend if t is not None else convert_to_tensor(a).backend
+    if not hasattr(a, "dtype"):
+        a = be.xp.asarray(a, dtype=b.dtype)
+    if not hasattr(b, "dtype"):
+        b = be.xp.asarray(b, dtype=a.dtype)
+    return Tensor(a, backend=be), Tensor(b, backend=be)
 
 
-def raw_like(value, ref):
-    """``value`` as an array on ``ref``'s backend; Python scalars take ``ref``'s dtype."""
-    if isinstance(value, (int, float, bool)):
-        return ref.backend.xp.asarray(value, dtype=ref.dtype)
-    return convert_to_tensor(value).data
+def _operand(x):
+    """A Tensor's array, a Python scalar as it is (weak), anything else converted."""
+    if isinstance(x, Tensor):
+        return x.data
+    if type(x) in (bool, int, float):
+        return x
+    return convert_to_tensor(x).data
 
 
 def _compare(name, compare):
@@ -236,8 +232,8 @@ less = _compare("less", lambda a, b: a < b)
 less_equal = _compare("less_equal", lambda a, b: a <= b)
 greater = _compare("greater", lambda a, b: a > b)
 greater_equal = _compare("greater_equal", lambda a, b: a >= b)
-logical_and = _compare("logical_and", lambda a, b: a & b)
-logical_or = _compare("logical_or", lambda a, b: a | b)
+logical_and = _compare("logical_and", lambda a, b: a.astype(bool) & b.astype(bool))
+logical_or = _compare("logical_or", lambda a, b: a.astype(bool) | b.astype(bool))
 
 
 @op
@@ -252,7 +248,7 @@ class MatMul(Function):
     half_in_float32 = "cpu"
 
     def forward(self, a, b):
-        self.a, self.b = a, b = _promote(a, b)
+        self.a, self.b = a, b = promote(a, b)
         return a @ b
 
     def backward(self, gy):
@@ -303,7 +299,7 @@ def matmul(x1, x2):
         raise ValueError(f"matmul: the last axis of x1 ({s1[-1]}) must match the "
                          f"{'first' if len(s2) == 1 else 'second-to-last'} axis of x2 ({k2}). "
                          f"Received: shapes {s1} and {s2}")
-    return MatMul().apply(x1, x2)
+    return MatMul().apply(*_int8_products(x1, x2))
 
 
 @op
@@ -354,7 +350,7 @@ class Einsum(Function):
         self.ins, self.out = ins, out
 
     def forward(self, *xs):
-        self.xs = xs
+        self.xs = xs = promote_all(*xs) if len(xs) > 1 else xs
         return self.xp.einsum(self._spec(self.ins, self.out), *xs, **self._opt(len(xs)))
 
     def backward(self, gy):
@@ -411,7 +407,15 @@ def einsum(subscripts, *operands):
     """
     shapes = [np.shape(raw(x)) for x in operands]
     ins, out = _parse_einsum(subscripts, shapes)
-    return Einsum(ins, out).apply(*operands)
+    return Einsum(ins, out).apply(*_int8_products(*operands))
+
+
+def _int8_products(*xs):
+    """Operands that are all int8 as int32: Keras's matmul and einsum accumulate int8 products
+    in int32 (the quantized layers' kernels), where NumPy would wrap around in int8."""
+    if all(getattr(raw(x), "dtype", None) == np.int8 for x in xs):
+        return [convert_to_tensor(x, "int32") for x in xs]
+    return xs
 
 
 def _parse_einsum(subscripts, shapes):

@@ -6,8 +6,9 @@ import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.backend import is_float_dtype, standardize_dtype
-from kerasrs.ops.core import constant, no_gradient
+from kerasrs.ops.core import constant, indices, no_gradient
 from kerasrs.ops.dispatch import op
+from kerasrs.ops.promotion import promote
 
 
 # -- unary elementwise -------------------------------------------------------------------------
@@ -151,6 +152,7 @@ class Cast(Function):
 class Where(Function):
     def forward(self, cond, a, b):
         self.cond = cond
+        a, b = promote(a, b)
         return self.xp.where(cond, a, b)
 
     def backward(self, gy):
@@ -164,7 +166,7 @@ def where(condition, x1=None, x2=None):
     ``condition``, returns the indices where it is true (as NumPy's ``nonzero``)."""
     if x1 is None and x2 is None:
         c = convert_to_tensor(condition)
-        return tuple(constant(i, c.backend) for i in c.backend.xp.nonzero(c.data))
+        return tuple(indices(i, c.backend) for i in c.backend.xp.nonzero(c.data))
     c = condition.data if isinstance(condition, Tensor) else condition
     return Where().apply(np.asarray(c) if isinstance(c, list) else c, x1, x2)
 
@@ -186,7 +188,7 @@ class _MaxMin(Function):
         self.is_max = is_max
 
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a, self.b = a, b = promote(a, b)
         return self.xp.maximum(a, b) if self.is_max else self.xp.minimum(a, b)
 
     def backward(self, gy):
@@ -317,16 +319,16 @@ amax, amin = max, min
 
 @op
 def argmax(x, axis=None, keepdims=False):
-    """Index of the maximum along ``axis`` (flattened when None). Integer result, no gradient."""
+    """Index of the maximum along ``axis`` (flattened when None). int32 result, no gradient."""
     x = convert_to_tensor(x)
-    return constant(x.backend.xp.argmax(x.data, axis=axis, keepdims=keepdims), x.backend)
+    return indices(x.backend.xp.argmax(x.data, axis=axis, keepdims=keepdims), x.backend)
 
 
 @op
 def argmin(x, axis=None, keepdims=False):
-    """Index of the minimum along ``axis`` (flattened when None). Integer result, no gradient."""
+    """Index of the minimum along ``axis`` (flattened when None). int32 result, no gradient."""
     x = convert_to_tensor(x)
-    return constant(x.backend.xp.argmin(x.data, axis=axis, keepdims=keepdims), x.backend)
+    return indices(x.backend.xp.argmin(x.data, axis=axis, keepdims=keepdims), x.backend)
 
 
 @op

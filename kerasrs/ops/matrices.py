@@ -87,8 +87,8 @@ def inner(x1, x2):
 
 @op
 def vdot(x1, x2):
-    """Dot product of the flattened inputs."""
-    return math.sum(core.multiply(ravel(x1), ravel(x2)))
+    """Dot product of the flattened inputs, in their promoted dtype."""
+    return core.einsum("i,i->", ravel(x1), ravel(x2))
 
 
 @op
