@@ -1,29 +1,56 @@
-"""Data-parallel training throughput: 1 process against 2 MPI processes, one BLAS thread each
-(and, for reference, 1 process with 2 BLAS threads: the same two cores used by threads).
+"""Data-parallel scaling on this machine: N MPI processes at one thread each against one process
+with N threads (the same cores used by threads), N = 1, 2, ... up to the cores available.
 
-The 784-512-512-10 MLP of models.py (Adam) on Fashion-MNIST, global batch 256 (128 per
-process with 2). The driver launches itself under ``mpiexec`` and alternates the setups round by
-round (best epoch of each), then prints samples/second, the speed-up and the share of the epoch
-spent in gradient communication: time inside MPI calls (which includes waiting for the slower
-process) and "transfer alone" (a blocking allreduce of the same buffer with the processes lined
-up, times the steps). "1 rank, DataParallel" is the machinery's own cost (buffer copies,
-hooks). Two ranks run with the allreduce overlapped with backward (buckets of
-``--bucket-mb``) and after backward (one allreduce). Run:
-    .venv/bin/python benchmarks/data_parallel.py [--samples 8192] [--rounds 3] [--bucket-mb 1]
+The 784-512-512-10 MLP of models.py (Adam) on Fashion-MNIST, global batch 256 (256 / N per
+process). The driver launches every setup in fresh processes (under ``mpiexec`` for the
+DataParallel ones), alternating the setups round by round, and prints for each the median
+samples/second over the rounds with their spread (min-max) and the speed-up over one process on
+one thread. Rows:
+- "N ranks x 1 thread": DataParallel, buckets reduced while backward runs (``--bucket-mb``);
+  "N ranks, after backward" reduces the whole buffer in one allreduce after backward;
+- "1 rank, DataParallel": the cost of the fit hooks alone (one process reduces nothing);
+- "ceiling: N x 1/N batch": N times one process on one thread training on batch / N samples
+  per step, what N ranks would reach if communication and sharing the memory bus cost nothing.
+  It stays below N x: the optimizer's pass over every weight and the weight-sized GEMM traffic
+  (reading the kernels, writing their gradients) do not shrink with the shard.
+Columns:
+- "quiet": samples/s (and speed-up) from the 10th percentile of the step times instead of the
+  epoch's; on a machine that other work shares, what the setup does on undisturbed steps;
+- "in comm": the share of the epoch spent inside gradient communication calls (starting
+  buckets, then waiting after backward; the wait includes waiting for a slower process);
+- "waiting": the part of it spent waiting after backward had ended (what overlap did not hide);
+- "alone": a blocking allreduce of the gradient buffer with the processes lined up first, times
+  the steps (the transfer without any waiting);
+- "overlap": of the buckets started before the last one, the share that had finished when
+  backward ended (0 without a progress thread: MPI advances them only inside its calls).
+Run:
+    .venv/bin/python benchmarks/data_parallel.py [--samples 16384] [--rounds 5] [--bucket-mb 1]
 """
 
 import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 
-# name: (processes, mode, BLAS threads per process)
-SETUPS = {"1 process": (1, "none", 1), "1 process, 2 threads": (1, "none", 2),
-          "1 rank, DataParallel": (1, "overlap", 1), "2 ranks, overlapped": (2, "overlap", 1),
-          "2 ranks, after backward": (2, "after", 1)}
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def setups(cores):
+    """{name: (processes, mode, threads per process, batch divisor)}; mode "none" is a plain
+    fit, on ``batch / divisor`` samples per step, its rate counted ``divisor`` times (the
+    ceiling: N processes that only compute, each on its shard)."""
+    table = {"1 process, 1 thread": (1, "none", 1, 1), "1 rank, DataParallel": (1, "overlap", 1, 1)}
+    for n in range(2, cores + 1):
+        table[f"1 process, {n} threads"] = (1, "none", n, 1)
+        table[f"{n} ranks x 1 thread"] = (n, "overlap", 1, 1)
+        table[f"ceiling: {n} x 1/{n} batch"] = (1, "none", 1, n)
+    if cores >= 2:
+        table[f"{cores} ranks, after backward"] = (cores, "after", 1, 1)
+    return table
 
 
 def worker(args):
@@ -44,16 +71,59 @@ def worker(args):
                                 layers.Dense(512, activation="relu"), layers.Dense(10)])
     model.compile("adam", kerasrs.losses.SparseCategoricalCrossentropy(from_logits=True))
     run = common.kerasrs_epoch(model, x, y, args.batch_size)
-    run()  # warm-up: buffers, optimizer slots
+    run()  # warm-up: buffers, optimizer slots, the reducer
+    starts = _record_step_starts(kerasrs.distribution.for_fit())
+    steps = []
+    reducing = dist is not None and dist._reducer is not None  # None on one process
+    if reducing:
+        _record_steps(dist._reducer, steps)
     comm_before = dist.comm_seconds if dist else 0.0
+    wait_before = dist.wait_seconds if dist else 0.0
     start = time.perf_counter()
     samples = run()
     seconds = time.perf_counter() - start
-    comm = (dist.comm_seconds if dist else 0.0) - comm_before
-    transfer = _allreduce_seconds(dist) * -(-samples // args.batch_size) if dist else 0.0
+    durations = np.diff(starts)  # every step but the last
+    result = {"rate": samples / seconds, "kerasrs": os.path.dirname(kerasrs.__file__),
+              "quiet_rate": args.batch_size / np.percentile(durations, 10)}
+    if reducing:
+        n_steps = -(-samples // args.batch_size)
+        result.update(comm=(dist.comm_seconds - comm_before) / seconds,
+                      waiting=(dist.wait_seconds - wait_before) / seconds,
+                      alone=_allreduce_seconds(dist) * n_steps / seconds,
+                      overlap=_overlap(steps), buckets=len(dist._reducer.buckets))
     if dist is None or dist.is_chief:
-        print(json.dumps({"rate": samples / seconds, "comm_share": comm / seconds,
-                          "transfer_share": transfer / seconds}))
+        print(json.dumps(result))
+
+
+def _record_step_starts(hooks):
+    """The `time.perf_counter` at the start of every fit step: ``fit`` calls its distribution's
+    (or the stand-in's) ``shard_step`` once per step."""
+    starts, shard_step = [], hooks.shard_step
+
+    def recorded(batch):
+        starts.append(time.perf_counter())
+        return shard_step(batch)
+
+    hooks.shard_step = recorded
+    return starts
+
+
+def _record_steps(reducer, steps):
+    """Keep a copy of ``reducer.last_step`` after every step."""
+    finish = reducer._finish
+
+    def recorded():
+        finish()
+        steps.append(dict(reducer.last_step))
+
+    reducer._finish = recorded
+
+
+def _overlap(steps):
+    """Of the buckets started before the last one, the share finished before backward ended
+    (None with a single bucket)."""
+    early = [done for s in steps for done in s["done_in_backward"][:-1]]
+    return sum(early) / len(early) if early else None
 
 
 def _allreduce_seconds(dist, repeats=20):
@@ -73,34 +143,58 @@ def _allreduce_seconds(dist, repeats=20):
 def driver(args):
     here = os.path.dirname(os.path.abspath(__file__))
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec"
-    best = {name: None for name in SETUPS}
+    cores = args.cores or len(os.sched_getaffinity(0))
+    table = setups(cores)
+    results = {name: [] for name in table}
     for _ in range(args.rounds):
-        for name, (ranks, mode, threads) in SETUPS.items():
-            env = {**os.environ, **{v: str(threads) for v in (
-                "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+        for name, (ranks, mode, threads, divisor) in table.items():
+            env = {**os.environ, **{v: str(threads) for v in THREAD_VARIABLES}}
             cmd = [sys.executable, os.path.join(here, "data_parallel.py"), "--worker", mode,
-                   "--samples", str(args.samples), "--batch-size", str(args.batch_size),
+                   "--samples", str(args.samples // divisor),
+                   "--batch-size", str(args.batch_size // divisor),
                    "--bucket-mb", str(args.bucket_mb)]
             if mode != "none":
                 cmd = [mpiexec, "-n", str(ranks), *cmd]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
-            if best[name] is None or result["rate"] > best[name]["rate"]:
-                best[name] = result
-    base = best["1 process"]["rate"]
-    for name, result in best.items():
-        print(f"{name:24s} {result['rate']:8.0f} samples/s  x{result['rate'] / base:4.2f}  "
-              f"in communication calls {100 * result['comm_share']:4.1f}% of the epoch "
-              f"(transfer alone {100 * result['transfer_share']:4.1f}%)")
-    return best
+            result["rate"] *= divisor
+            result["quiet_rate"] *= divisor
+            results[name].append(result)
+    report(results, args)
+    return results
+
+
+def report(results, args):
+    base = statistics.median(r["rate"] for r in results["1 process, 1 thread"])
+    print(f"MLP 784-512-512-10, Adam, global batch {args.batch_size}, {args.samples} samples, "
+          f"buckets of {args.bucket_mb} MiB; median of {args.rounds} rounds (min-max); kerasrs "
+          f"from {next(iter(results.values()))[0]['kerasrs']}")
+    quiet_base = statistics.median(r["quiet_rate"] for r in results["1 process, 1 thread"])
+    print(f"{'setup':27s} {'samples/s':>22s} {'speed-up':>8s} {'quiet':>13s} {'in comm':>8s} "
+          f"{'waiting':>8s} {'alone':>6s} {'overlap':>8s}")
+    for name, runs in results.items():
+        rates = [r["rate"] for r in runs]
+        rate = statistics.median(rates)
+        quiet = statistics.median(r["quiet_rate"] for r in runs)
+        line = (f"{name:27s} {rate:8.0f} ({min(rates):5.0f}-{max(rates):5.0f}) "
+                f"{rate / base:7.2f}x {quiet:6.0f} {quiet / quiet_base:5.2f}x")
+        if "comm" in runs[0]:
+            share = {k: statistics.median(r[k] for r in runs) for k in ("comm", "waiting",
+                                                                       "alone")}
+            overlaps = [r["overlap"] for r in runs if r["overlap"] is not None]
+            overlap = f"{100 * statistics.median(overlaps):7.0f}%" if overlaps else "      -"
+            line += (f" {100 * share['comm']:7.1f}% {100 * share['waiting']:7.1f}% "
+                     f"{100 * share['alone']:5.1f}% {overlap} ({runs[0]['buckets']} buckets)")
+        print(line)
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--samples", type=int, default=8192)
+    parser.add_argument("--samples", type=int, default=16384)
     parser.add_argument("--batch-size", type=int, default=256, help="global batch")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bucket-mb", type=float, default=1.0)
+    parser.add_argument("--cores", type=int, help="largest N (default: the CPUs available)")
     parser.add_argument("--worker", choices=["none", "overlap", "after"])
     args = parser.parse_args()
     if args.worker:

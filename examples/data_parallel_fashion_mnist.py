@@ -1,8 +1,13 @@
 """Train the Fashion-MNIST MLP on several processes with `kerasrs.distribution.DataParallel`.
 
-Usage (after `pip install -e ".[mpi]"`; one BLAS thread per process):
-    OMP_NUM_THREADS=1 .venv/bin/mpiexec -n 2 .venv/bin/python -m mpi4py \
+Usage (after `pip install -e ".[mpi]"`):
+    .venv/bin/mpiexec -n 2 .venv/bin/python -m mpi4py \
         examples/data_parallel_fashion_mnist.py --epochs 3
+
+Use at most one process per core. `DataParallel` gives each process its share of the node's
+cores for its BLAS and kernel threads (1 each for 2 processes on 2 cores) and rank 0 prints one
+line saying so; set OMP_NUM_THREADS (or pass `threads_per_process`) to choose yourself. The same
+script runs on one process without `mpiexec`.
 
 Every process loads the data and builds the same model; each step every process trains on its
 half (third, ...) of the global batch and the gradients are summed, so the result is what one
@@ -39,8 +44,8 @@ def main():
     _, accuracy = model.evaluate(x_test, y_test, verbose=0)
     model.save(args.save)  # rank 0 writes; the others return at once
     if dist.is_chief:
-        print(f"{dist.num_processes} processes: {seconds:.1f} s for {args.epochs} epochs, "
-              f"test accuracy {accuracy:.4f}")
+        print(f"{dist.num_processes} process{'es' * (dist.num_processes > 1)}: {seconds:.1f} s "
+              f"for {args.epochs} epoch{'s' * (args.epochs > 1)}, test accuracy {accuracy:.4f}")
 
 
 if __name__ == "__main__":

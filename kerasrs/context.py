@@ -30,6 +30,10 @@ OUTSIDE = _Outside()
 #: The `kerasrs.GradientTape` objects recording now, in the order they were entered.
 tapes = contextvars.ContextVar("kerasrs_tapes", default=())
 
+#: The `kerasrs.graph` tracers recording now, innermost last: `kerasrs.autodiff.Function.apply`
+#: calls ``tracer.record(function, inputs, output)`` on each after ``forward``.
+tracers = contextvars.ContextVar("kerasrs_tracers", default=())
+
 #: The dtype that float Variables entering an op are cast to, inside the call of a layer whose
 #: dtype policy computes in a lower precision than it stores (``mixed_float16``); None: no cast.
 #: Set by `kerasrs.Layer.__call__`, read by `kerasrs.autodiff.Function.apply`.

@@ -117,6 +117,27 @@ def test_unwatched_tensors_get_no_gradient_and_watch_checks_types():
         tape.watch([x, 3.0])
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+def test_int_gradients_warn_naming_the_dtype(dtype):
+    """Watching an integer tensor warns at `watch` (as TensorFlow does); an integer trainable
+    Variable, watched implicitly, warns at `gradient`. Both gradients are None."""
+    t = Tensor(np.array([1, 0, 1]).astype(dtype))
+    v = Variable(np.array([1, 2, 3], "int32"), name="steps")
+    w = Variable([1.0, 2.0, 3.0])
+    with GradientTape() as tape:
+        with pytest.warns(UserWarning, match=rf"GradientTape.watch: the watched tensor has dtype "
+                                             rf"{dtype}, and gradients flow only to "
+                                             "floating-point tensors"):
+            tape.watch(t)
+        y = ops.sum(t * w + v * w)
+    with pytest.warns(UserWarning) as record:
+        gt, gv, gw = tape.gradient(y, [t, v, w])
+    assert [str(r.message)[:66] for r in record] == [
+        "GradientTape.gradient: source 1, Variable 'steps', has dtype int32"]
+    assert gt is None and gv is None
+    np.testing.assert_allclose(gw.numpy(), np.array([1, 0, 1]) + np.array([1, 2, 3]))
+
+
 def test_trainable_variables_are_watched_automatically_unless_disabled():
     v = Variable([1.0, 2.0], dtype="float64")
     frozen = Variable([1.0], dtype="float64", trainable=False)

@@ -34,6 +34,7 @@ LEVELS = {
     "layers": 40,
     "metrics": 35,  # metrics wrap loss functions
     "losses": 30, "optimizers": 30,
+    "graph": 25,  # training-step graphs: trace, differentiate, replay (uses ops and autodiff)
     "activations": 25, "constraints": 25, "random": 25, "regularizers": 25, "testing": 25,
     "initializers": 20, "ops": 20,
     "autodiff": 15,

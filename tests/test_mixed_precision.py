@@ -5,6 +5,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -162,6 +163,61 @@ def test_the_scale_doubles_after_dynamic_growth_steps_finite_steps():
         opt.apply([np.ones(2, "float32")], [w])
         scales.append(float(opt.dynamic_scale.numpy()))
     assert scales == [4.0, 4.0, 8.0, 8.0, 8.0, 16.0, 16.0]
+
+
+def test_loss_scale_has_a_floor():
+    """150 non-finite steps in a row leave the scale at 1.0 (TensorFlow's floor; main: 0.0,
+    which blocked every later step), with one warning once halving cannot help."""
+    opt = LossScaleOptimizer(kerasrs.optimizers.SGD(0.5))
+    w = _var()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(150):
+            opt.apply([np.array([np.nan, 1.0], "float32")], [w])
+    assert float(opt.dynamic_scale.numpy()) == 1.0
+    assert [str(r.message)[:60] for r in record] == [
+        "LossScaleOptimizer: 16 steps in a row were skipped because t"]  # 2**15 -> 1: 15 skips
+    opt.apply([np.array([1.0, -2.0], "float32")], [w])  # scaled by 1: applied as it is
+    np.testing.assert_allclose(w.numpy(), [0.5, 2.0])
+    assert int(opt.iterations.numpy()) == 1
+
+
+def test_loss_scale_has_a_floor_in_fit():
+    """Under mixed_float16, 150 batches whose float16 outputs overflow (finite data, no NaN
+    guard) and then clean batches: training goes on."""
+    kerasrs.config.set_dtype_policy("mixed_float16")
+    model = kerasrs.Sequential([layers.Input((4,)), layers.Dense(1, kernel_initializer="ones")])
+    model.compile("sgd", "mse")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        model.fit(np.full((150, 4), 60000.0, "float32"), np.zeros((150, 1), "float32"),
+                  batch_size=1, shuffle=False, verbose=0)
+    assert float(model.optimizer.dynamic_scale.numpy()) == 1.0
+    assert int(model.optimizer.iterations.numpy()) == 0
+    model.fit(np.ones((8, 4), "float32"), np.zeros((8, 1), "float32"), batch_size=8,
+              verbose=0)
+    assert int(model.optimizer.iterations.numpy()) == 1
+    assert np.isfinite(model.get_weights()[0]).all() and model.get_weights()[0][0, 0] < 1.0
+
+
+def test_float16_training_warns_at_compile():
+    try:
+        kerasrs.config.set_floatx("float16")
+        for model in (kerasrs.Sequential([layers.Input((4,)), layers.Dense(1)]),
+                      kerasrs.Sequential([layers.Dense(1)])):  # built, and not yet built
+            with pytest.warns(UserWarning) as record:
+                model.compile("adam", "mse")
+            assert len(record) == 1
+            assert "are float16" in str(record[0].message)
+            assert "Use the 'mixed_float16' policy instead" in str(record[0].message)
+    finally:
+        kerasrs.config.set_floatx("float32")
+    for policy in ("mixed_float16", "float32"):
+        kerasrs.config.set_dtype_policy(policy)
+        model = kerasrs.Sequential([layers.Input((4,)), layers.Dense(1)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model.compile("adam", "mse")
 
 
 def test_loss_scale_optimizer_config_round_trip():

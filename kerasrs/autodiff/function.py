@@ -12,6 +12,7 @@ from kerasrs import context
 from kerasrs.autodiff.tensor import Tensor, Variable, _describe_non_tensor, _to_array
 
 _tapes_var, _autocast_var = context.tapes, context.autocast  # read on every op: one lookup
+_tracers_var = context.tracers
 
 
 class Function:
@@ -88,6 +89,10 @@ class Function:
         if tapes:
             for tape in tapes:
                 tape._record(self, inputs, out)
+        tracers = _tracers_var.get()
+        if tracers:  # kerasrs.graph is tracing (kerasrs.graph.tracing)
+            for tracer in tracers:
+                tracer.record(self, inputs, out)
         return out
 
     def forward(self, *xs):

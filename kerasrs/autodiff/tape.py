@@ -7,6 +7,7 @@ that were broadcast are summed back to the input's shape in one place, `sum_to`.
 """
 
 import contextlib
+import warnings
 
 import numpy as np
 
@@ -76,12 +77,22 @@ class GradientTape:
         return False
 
     def watch(self, tensor):
-        """Watch a Tensor (or a nested list/tuple/dict of them) so gradients can flow to it."""
+        """Watch a Tensor (or a nested list/tuple/dict of them) so gradients can flow to it.
+
+        Warns:
+            UserWarning: for an integer or bool tensor (as TensorFlow does): gradients flow only
+                to floating-point tensors, so its gradient will be None.
+        """
         for t in _flatten(tensor):
             if not isinstance(t, Tensor):
                 raise TypeError("GradientTape.watch: expected Tensors. Received: "
                                 f"{type(t).__name__}")
+            if not _differentiable(t) and not self._auto_watched(t):  # else: in `gradient`
+                _warn_integer_source("GradientTape.watch: the watched tensor", t)
             self._tracked[id(t)] = t
+
+    def _auto_watched(self, t):
+        return isinstance(t, Variable) and t.trainable and self.watch_accessed_variables
 
     def stop_recording(self):
         """Context manager: ops inside the block are not recorded on this tape."""
@@ -137,8 +148,11 @@ class GradientTape:
                                 f"{s!r}")
         grads = self._backprop(target, output_gradients, flat_sources)
         result = []
-        for s in flat_sources:
-            g = grads.get(id(s)) if _differentiable(s) else None  # integer sources: None (TF)
+        for i, s in enumerate(flat_sources):
+            differentiable = _differentiable(s)
+            if not differentiable and self._auto_watched(s):
+                _warn_integer_source(f"GradientTape.gradient: source {i}, Variable {s.path!r},", s)
+            g = grads.get(id(s)) if differentiable else None  # integer sources: None (TF)
             if g is None and unconnected_gradients == "zero":
                 g = s.backend.xp.zeros(s.shape, s.dtype)
             result.append(None if g is None else _wrap(g, s.backend))
@@ -220,6 +234,13 @@ def _differentiable(x):
     """Float (and complex) tensors carry gradients; integer and bool ones do not (as in TF)."""
     dtype = x.data.dtype
     return dtype.kind in "fc" or dtype.name == "bfloat16"
+
+
+def _warn_integer_source(what, tensor):
+    warnings.warn(f"{what} has dtype {tensor.data.dtype.name}, and gradients flow only to "
+                  "floating-point tensors, so its gradient is None. Cast it to a float dtype "
+                  "first (e.g. ops.cast(x, 'float32')) if it should get one.", UserWarning,
+                  stacklevel=3)
 
 
 def _accumulate(grads, x, g):

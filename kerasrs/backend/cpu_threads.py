@@ -9,7 +9,9 @@ trained 2-4x slower); threads that sleep do not.
 
 The pool is created on the first split call, never on ``import kerasrs``. Its size is the
 number of CPUs this process may run on, capped by ``OMP_NUM_THREADS`` when that is set (the
-variable BLAS libraries read, so one setting governs both). Nothing process-wide is changed.
+variable BLAS libraries read, so one setting governs both), or the count given to
+`set_threads` (which `kerasrs.distribution.DataParallel` calls to give each process its share of
+the cores). Nothing process-wide is changed.
 """
 
 import functools
@@ -28,6 +30,7 @@ GRAIN = 1 << 21
 
 _pool = []
 _lock = threading.Lock()
+_setting = []  # the count given to `set_threads`, if any
 
 
 def _after_fork():
@@ -42,10 +45,34 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
+def set_threads(count):
+    """Split the kernels over ``count`` threads from now on (None: back to the default of
+    `threads`). Call it between kernel calls, not while another thread runs one.
+
+    Raises:
+        ValueError: for a count that is not a positive int or None.
+    """
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise ValueError(f"set_threads: count must be a positive int or None. Received: "
+                         f"count={count!r}")
+    with _lock:
+        _setting[:] = [] if count is None else [count]
+        threads.cache_clear()
+        if _pool:  # sized for the old count; the next split makes a new one
+            _pool.pop().shutdown(wait=False)
+
+
+def thread_setting():
+    """The count given to `set_threads`, or None when the default applies."""
+    return _setting[0] if _setting else None
+
+
 @functools.cache
 def threads():
-    """How many threads a split uses: the CPUs available, at most ``OMP_NUM_THREADS`` (read
-    once, at the first split)."""
+    """How many threads a split uses: the count given to `set_threads`, else the CPUs
+    available, at most ``OMP_NUM_THREADS`` (read once, at the first split)."""
+    if _setting:
+        return _setting[0]
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

@@ -11,6 +11,9 @@ class TerminateOnNaN(Callback):
     """Stop ``fit`` after the first training batch whose running ``loss`` is NaN or ±inf.
 
     The epoch then ends as usual (its logs hold the bad loss) and no further epoch runs.
+    ``fit`` behaves so by default when its data hold NaN or inf values, and there also stops
+    before the bad batch's update (see `kerasrs.Model.fit`); this callback is for NaN that
+    arise from clean data.
 
     Args:
         raise_error: raise RuntimeError at that batch instead of stopping quietly.

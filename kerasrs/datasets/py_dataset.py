@@ -105,8 +105,20 @@ class PyDataset:
 
     @property
     def num_batches(self):
-        """The number of batches (``len(self)``), or None for an endless dataset."""
-        return len(self)
+        """The number of batches (``len(self)``), or None for an endless dataset.
+
+        Raises:
+            TypeError: if ``__len__`` returns something other than an int.
+            ValueError: if ``__len__`` returns a negative int.
+        """
+        n = self.__len__()
+        if isinstance(n, bool) or not hasattr(n, "__index__"):
+            raise TypeError(f"{type(self).__name__}.__len__ must return the number of batches, "
+                            f"an int >= 0. Received: {n!r} of type {type(n).__name__}")
+        if n < 0:
+            raise ValueError(f"{type(self).__name__}.__len__ must return the number of batches, "
+                             f"an int >= 0. Received: {n!r}")
+        return int(n)
 
     def __iter__(self):
         """The batches in order, in this thread (no workers)."""

@@ -6,7 +6,7 @@ import numpy as np
 
 from kerasrs import autodiff, tree
 from kerasrs import backend as backend_module
-from kerasrs.distribution import mpi, reducer
+from kerasrs.distribution import mpi, reducer, threads
 
 _EXACT_REDUCTIONS = ("sum_over_batch_size", "mean")
 # Callbacks that only write logs (files, event files, HTTP posts): only rank 0 runs them.
@@ -23,8 +23,8 @@ class DataParallel:
     every process); each process takes a contiguous shard of every global batch of
     ``batch_size`` samples (a padded last batch included), computes the gradient of its mean
     loss, and one sum-allreduce per step (over a flat buffer, in buckets started while backward
-    still runs) turns ``n_local * gradient`` into the mean over the whole global batch (see
-    `kerasrs.distribution.reducer`). Every process therefore applies the same update, and
+    still runs) turns ``n_local / n_global * gradient`` into the mean over the whole global
+    batch (see `kerasrs.distribution.reducer`). Every process therefore applies the same update, and
     training matches single-process training on the same batches up to float rounding. ``fit``
     broadcasts rank 0's weights first; metrics are summed over processes before they are read,
     so the logs, the progress bar (rank 0 only) and the callbacks' decisions agree. Only rank 0
@@ -38,7 +38,9 @@ class DataParallel:
     process end the whole job instead of leaving the others waiting; ``pip install
     "kerasrs[mpi]"`` brings mpi4py and the ``mpich`` wheel with its ``mpiexec``). On the CuPy
     backend make the distribution before building the model, so that its weights land on the
-    process's GPU.
+    process's GPU. Each process sizes its thread pools to its share of the node's cores when
+    the distribution is made (``threads_per_process``): N processes with a thread per core
+    each would oversubscribe the cores N times over.
 
     Exact for losses reduced with "sum_over_batch_size" (the default) or "mean", and for weight
     regularizers; losses reduced by "sum" or "mean_with_sample_weight", or with
@@ -55,19 +57,34 @@ class DataParallel:
         auto_shard_dataset: must be True: every process gets the same arrays and fit shards
             each batch.
         comm: the mpi4py communicator to use (defaults to ``MPI.COMM_WORLD``).
-        bucket_size_mb: size of an allreduce bucket in MiB (25, as in PyTorch DDP).
-        overlap: start a bucket's allreduce as soon as backward has finished its gradients;
-            False reduces the whole buffer once after backward.
+        bucket_size_mb: float, the size in MiB from which an allreduce bucket is closed (25, as
+            in PyTorch DDP; the first bucket closes at 1 MiB already, as there). The gradients
+            are laid out last layer first and a bucket holds whole weights, so smaller buckets
+            start communicating earlier in backward (more overlap) at the price of more,
+            smaller collectives.
+        overlap: start a bucket's allreduce as soon as backward has finished its gradients (a
+            thread of this process polls MPI meanwhile so that it makes progress); False
+            reduces the whole buffer once after backward.
+        threads_per_process: None (the default) sizes this process's BLAS, numba and kerasrs
+            kernel threads to its share of the node's cores, except those the user chose with
+            ``OMP_NUM_THREADS`` and the like; an int sets all of them (see
+            `kerasrs.distribution.threads`). Rank 0 prints one line with the choice.
 
     Raises:
         ImportError: without mpi4py (with the install line).
         RuntimeError: when the launcher started N processes but MPI sees a world of size 1.
-        ValueError: for ``devices`` not one per process.
+        ValueError: for ``devices`` not one per process, or a ``threads_per_process`` that is
+            not a positive int.
         NotImplementedError: for a ``device_mesh`` or ``auto_shard_dataset=False``.
+
+    Attributes:
+        threads: what each thread pool of this process got, as rank 0's line says it: a dict
+            with the share ``"threads"`` (int) and ``"blas"``, ``"kernels"``, ``"numba"``
+            (words such as ``"1"`` or ``"as set (OMP_NUM_THREADS=2)"``).
     """
 
     def __init__(self, device_mesh=None, devices=None, auto_shard_dataset=True, comm=None,
-                 bucket_size_mb=25, overlap=True):
+                 bucket_size_mb=25, overlap=True, threads_per_process=None):
         if device_mesh is not None:
             raise NotImplementedError("DataParallel: device meshes (model parallelism) are not "
                                       f"supported; pass `devices` or nothing. Received: "
@@ -79,6 +96,7 @@ class DataParallel:
         self._mpi = mpi.load_mpi()
         self.comm = self._mpi.COMM_WORLD if comm is None else comm
         mpi.check_launcher(self.comm.Get_size())
+        self.threads = threads.configure(self.comm, self._mpi, threads_per_process)
         self.num_processes, self.process_id = self.comm.Get_size(), self.comm.Get_rank()
         self.devices = list(devices) if devices is not None else _device_names(
             self.num_processes)
@@ -88,7 +106,7 @@ class DataParallel:
         self.auto_shard_dataset = True
         self.batch_dim_name = "batch"
         self.bucket_size_mb, self.overlap = bucket_size_mb, overlap
-        self._reducer = self._reducer_key = self._transport = None
+        self._reducer = self._reducer_key = self._transport = self._step_rows = None
         if backend_module.backend() == "cupy":
             from kerasrs.backend import nccl  # the CuPy path: loads CUDA sources, so only here
 
@@ -177,9 +195,11 @@ class DataParallel:
         """This process's part of one fit batch ``(x, y, sample_weight[, real_rows])``; for a
         padded last batch (``real_rows`` given) the count of real rows in the part follows."""
         part = self.shard_batch(tuple(batch[:3]))
+        rows = len(_first_leaf(batch[0]))
+        self._step_rows = rows if len(batch) == 3 else batch[3]  # the samples that count
         if len(batch) == 3:
             return part
-        lo, hi = self._bounds(len(_first_leaf(batch[0])))
+        lo, hi = self._bounds(rows)
         return (*part, min(max(batch[3] - lo, 0), hi - lo))
 
     def shard_batch(self, batch):
@@ -204,15 +224,18 @@ class DataParallel:
         return index[lo:hi]
 
     def gradients(self, model, tape, target, variables, n_local):
-        """The gradients of ``target`` averaged over every process's samples of this step."""
+        """The gradients of ``target`` (the mean loss over this process's ``n_local`` samples)
+        averaged over every process's samples of the step `shard_step` last cut."""
         key = (id(model._compiled_loss), *(id(v) for v in variables))
         if self._reducer_key != key:
             _check_losses(model)
-            self._reducer = reducer.GradientReducer(
+            self._reducer = None if self.num_processes == 1 else reducer.GradientReducer(
                 self._transport_for(variables[0]), variables,
                 int(self.bucket_size_mb * 2**20), self.overlap)
             self._reducer_key = key
-        return self._reducer.gradients(tape, target, n_local)
+        if self._reducer is None:  # one process: nothing to reduce, no buffer to copy into
+            return tape.gradient(target, variables)
+        return self._reducer.gradients(tape, target, n_local / self._step_rows)
 
     def _bounds(self, n):
         return tuple(n * r // self.num_processes for r in (self.process_id, self.process_id + 1))
@@ -248,8 +271,13 @@ class DataParallel:
 
     @property
     def comm_seconds(self):
-        """Wall time spent in gradient communication so far (for benchmarks)."""
+        """Wall time spent in gradient communication calls so far (for benchmarks)."""
         return 0.0 if self._reducer is None else self._reducer.comm_seconds
+
+    @property
+    def wait_seconds(self):
+        """The part of `comm_seconds` spent waiting for the allreduce after backward ended."""
+        return 0.0 if self._reducer is None else self._reducer.wait_seconds
 
     def _transport_for(self, variable):
         if self._transport is None:

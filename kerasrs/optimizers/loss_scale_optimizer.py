@@ -9,11 +9,17 @@ TensorFlow's and Keras's LossScaleOptimizer):
 * a step whose gradients are all finite is applied; after ``dynamic_growth_steps`` such steps
   in a row the scale doubles;
 * a step with an inf or NaN gradient is skipped (the variables and the inner optimizer's state,
-  ``iterations`` included, stay as they are) and the scale halves.
+  ``iterations`` included, stay as they are) and the scale halves, but never below 1.0 (or
+  ``initial_scale`` if that is smaller): TensorFlow's floor, so that a run of bad batches
+  cannot drive the scale to 0 and block every later step. A step skipped at the floor gives a
+  warning (once per run of skipped steps): its inf or NaN do not come from float16 overflow,
+  which a smaller scale would cure, but from the data or the model.
 
 `Model.compile` wraps the optimizer in one automatically when the model's dtype policy is
 ``mixed_float16``.
 """
+
+import warnings
 
 from kerasrs import autodiff
 from kerasrs import backend as backend_module
@@ -47,6 +53,7 @@ class LossScaleOptimizer(Optimizer):
     """
 
     skips_non_finite_steps = True  # the fit loop silences NumPy's overflow warnings for it
+    _skipped, _warned = 0, False  # steps skipped in a row, and whether that was warned about
 
     def __init__(self, inner_optimizer, initial_scale=2.0**15, dynamic_growth_steps=2000,
                  name=None, **kwargs):
@@ -123,8 +130,13 @@ class LossScaleOptimizer(Optimizer):
                 if not self.inner_optimizer.built and trainable_variables is not None:
                     self.inner_optimizer.build(list(trainable_variables))
                 self.step_counter.data[...] = 0
-                self.dynamic_scale.data[...] = scale / 2.0
+                floor = min(1.0, self.initial_scale)
+                self.dynamic_scale.data[...] = max(scale / 2.0, floor)
+                self._skipped += 1
+                if scale <= floor and self._skipped > 1 and not self._warned:
+                    self._warn_stuck(scale)
                 return
+            self._skipped, self._warned = 0, False
             unscaled = [None if a is None else a.astype("float32") / scale
                         if a.dtype.itemsize < 4 else a / scale for a in arrays]
             self.inner_optimizer.apply(unscaled, trainable_variables)
@@ -134,6 +146,16 @@ class LossScaleOptimizer(Optimizer):
             else:
                 self.step_counter.data += 1
         self.built = self.inner_optimizer.built
+
+    def _warn_stuck(self, scale):
+        """Warn once per run of skipped steps that reached the scale's floor."""
+        warnings.warn(f"LossScaleOptimizer: {self._skipped} steps in a row were skipped because "
+                      f"their gradients hold inf or NaN, and the loss scale is at its floor "
+                      f"({scale:g}), so no smaller scale can help: the non-finite values come "
+                      "from the data or the model (check the inputs for NaN/inf, lower the "
+                      "learning rate). Training makes no progress while this lasts.",
+                      RuntimeWarning, stacklevel=3)
+        self._warned = True
 
     def finalize_variable_values(self, var_list):
         self.inner_optimizer.finalize_variable_values(var_list)

@@ -72,6 +72,13 @@ def get_adapter(method, x, y=None, sample_weight=None, batch_size=None, shuffle=
     return ArrayAdapter(method, x, y, sample_weight, batch_size, shuffle, class_weight)
 
 
+def source_name(source):
+    """How messages name a data source: "generator", "PyDataset Numbers", "DataLoader"."""
+    if isinstance(source, py_dataset.PyDataset):
+        return f"PyDataset {type(source).__name__}"
+    return type(source).__name__
+
+
 def _is_iterator_source(x):
     """Generators, iterators and re-iterable objects (DataLoader) that are not array data."""
     if isinstance(x, (str, bytes, dict, list, tuple, np.ndarray)) or _is_array_like(x):
@@ -83,13 +90,19 @@ def _is_iterator_source(x):
 class Adapter:
     """What `EpochIterator` needs of a data source: `batches` (one pass), ``num_batches`` (per
     pass, None if unknown), ``one_shot`` (True if a second pass is impossible) and the epoch
-    hooks."""
+    hooks. ``check``: a `kerasrs.trainers.input_checks.DataCheck` that the batches of the first
+    pass go through (set by the trainer), or None."""
 
     num_batches = None
     one_shot = False
+    check = None
 
     def batches(self):
         raise NotImplementedError
+
+    def batch_index(self, position):
+        """The index by which messages name the ``position``-th batch of the running pass."""
+        return position
 
     def on_epoch_begin(self):
         pass
@@ -132,6 +145,7 @@ class PyDatasetAdapter(Adapter):
         self.shuffle = bool(shuffle)
         self.options = py_dataset.check_options(dataset)
         self.num_batches = dataset.num_batches
+        self._order = None  # the running pass's indices when shuffled
 
     def batches(self):
         n = self.num_batches
@@ -139,6 +153,7 @@ class PyDatasetAdapter(Adapter):
             indices = itertools.count()
         else:
             indices = _shuffle_rng().permutation(n).tolist() if self.shuffle else range(n)
+        self._order = indices if isinstance(indices, list) else None  # shuffled
         workers, use_multiprocessing, queue = self.options
         if workers > 1 or use_multiprocessing:
             loaded = py_dataset.prefetch(self.dataset, indices, workers, use_multiprocessing,
@@ -151,6 +166,10 @@ class PyDatasetAdapter(Adapter):
                                         type(self.dataset).__name__)
         finally:
             loaded.close()
+
+    def batch_index(self, position):
+        """``dataset[i]``'s ``i`` (the pass may be shuffled)."""
+        return position if self._order is None else self._order[position]
 
     def on_epoch_begin(self):
         self.dataset.on_epoch_begin()
@@ -286,7 +305,7 @@ class EpochIterator:
         """The batches of one epoch, as ``(x, y, sample_weight)`` tuples."""
         if self.steps is None:
             self.close()
-            self._pass = self.adapter.batches()
+            self._pass = self._new_pass()
             count = yield from self._drain(self._pass)
             self._pass = None
             if count == 0:
@@ -303,6 +322,14 @@ class EpochIterator:
                     self._ran_out(step)
                 return
             yield batch
+
+    def _new_pass(self):
+        """A new pass over the adapter's batches, through its ``check`` until one pass has
+        been checked whole."""
+        check = self.adapter.check
+        batches = self.adapter.batches()
+        return batches if check is None or check.done else \
+            _checked(batches, check, self.adapter.batch_index)
 
     def _drain(self, batches):
         count = 0
@@ -327,7 +354,7 @@ class EpochIterator:
             if self._pass is None:
                 if attempt and self.adapter.one_shot:
                     break
-                self._pass = self.adapter.batches()
+                self._pass = self._new_pass()
             batch = next(self._pass, None)
             if batch is not None:
                 self._seen_batch = True
@@ -339,6 +366,8 @@ class EpochIterator:
 
     def _ran_out(self, step):
         self.exhausted = self.exhausted or self.adapter.one_shot
+        if self.exhausted and not self.resume:
+            return  # fit's validation: the fit loop says that validation stops
         tail = "" if not self.resume else (
             "Make sure that the generator can produce `steps_per_epoch * epochs` batches; "
             "training stops here." if self.exhausted else
@@ -358,6 +387,18 @@ class EpochIterator:
         if self._pass is not None:
             self._pass.close()
             self._pass = None
+
+
+def _checked(batches, check, batch_index):
+    """``batches``, each given to ``check`` (with its `Adapter.batch_index`) first;
+    ``check.done`` once the pass is over."""
+    try:
+        for position, batch in enumerate(batches):
+            check(batch, batch_index(position))
+            yield batch
+        check.done = True
+    finally:
+        batches.close()
 
 
 def _shuffle_rng():

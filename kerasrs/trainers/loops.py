@@ -1,7 +1,9 @@
 """The loops behind `Model.fit`, ``evaluate`` and ``predict``: each walks one `RunState` (see
 `kerasrs.trainers.trainer` for the numbers they report)."""
 
-from kerasrs.trainers import epoch_iterator, interrupts
+import warnings
+
+from kerasrs.trainers import epoch_iterator, input_checks, interrupts
 
 
 def fit(run):
@@ -31,7 +33,12 @@ def fit(run):
             for step, batch in enumerate(epoch_batches):
                 if run.hooks:
                     cbs.on_train_batch_begin(step)
-                out = run.step(*dist.shard_step(batch))  # data-parallel: this process's rows
+                try:
+                    out = run.step(*dist.shard_step(batch))  # data-parallel: this process's rows
+                except input_checks.NonFiniteLoss as e:  # NaN/inf in the data (TerminateOnNaN)
+                    warnings.warn(e.message(epoch, run.epochs, step), RuntimeWarning, stacklevel=3)
+                    model.stop_training = True  # after this batch's hooks, as TerminateOnNaN
+                    out = model.get_metrics_result()
                 if run.custom:
                     step_logs = out
                 if run.hooks:
@@ -49,9 +56,12 @@ def fit(run):
             # an overridden train_step's last logs are the epoch's logs (Keras 3 reads them too)
             logs = dict(step_logs) if step_logs is not None else model.get_metrics_result()
             val = run.validation
-            if val is not None and _should_validate(epoch, run.validation_freq):
+            if val is not None and not val.batches.exhausted and \
+                    _should_validate(epoch, run.validation_freq):
                 val_logs = evaluate(val)
-                if not val.batches.exhausted:  # a spent validation generator gives no numbers
+                if val.batches.exhausted:  # a spent validation generator gives no numbers
+                    warnings.warn(_validation_stops(epoch, val.batches), stacklevel=3)
+                else:
                     logs.update({f"val_{k}": v for k, v in val_logs.items()})
             cbs.on_epoch_end(epoch, logs)
             run.logs = logs
@@ -118,6 +128,17 @@ def predict(run):
         run.close()
     cbs.on_predict_end()
     return outputs
+
+
+def _validation_stops(epoch, batches):
+    """The warning for a one-shot ``validation_data`` that ran dry in ``epoch``."""
+    source = epoch_iterator.source_name(batches.adapter.source)
+    return (f"Model.fit: `validation_data` (a {source}) ran out "
+            f"of batches during the validation of epoch {epoch + 1}, and it cannot restart: "
+            f"validation stops here. Epoch {epoch + 1} and later epochs log no val_* values, so "
+            f"history's val_* lists end at epoch {epoch}. To validate every epoch, pass arrays, "
+            "a PyDataset or a re-iterable object (such as a list of batches), or a generator "
+            "that yields `validation_steps` batches per epoch.")
 
 
 def _should_validate(epoch, validation_freq):

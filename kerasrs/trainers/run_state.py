@@ -1,6 +1,9 @@
 """`RunState`: one ``fit``, ``evaluate`` or ``predict`` run, as `Trainer` sets it up and the loops
 of `kerasrs.trainers.loops` walk it; plus the checks of fit's arguments that come before."""
 
+import contextlib
+import threading
+
 import numpy as np
 
 from kerasrs.backend import settings
@@ -50,6 +53,32 @@ class RunState:
         self.batches.close()
         if self.validation is not None:
             self.validation.batches.close()
+
+
+@contextlib.contextmanager
+def metrics_in_use(model, method):
+    """Context for a run of ``method`` (fit, evaluate) that resets and updates ``model``'s
+    loss and metric trackers: the same thread may nest runs (a callback that evaluates during
+    fit), another thread may not, since both would mix their numbers into the same state.
+
+    Raises:
+        RuntimeError: if a run in another thread is using them, naming its method.
+    """
+    lock = model.__dict__.setdefault("_metrics_lock", threading.RLock())
+    if not lock.acquire(blocking=False):
+        raise RuntimeError(f"Model.{method}: {model.name} is running "
+                           f"{model.__dict__.get('_metrics_user', 'fit or evaluate')}() in "
+                           "another thread, and both runs would reset and update the same loss "
+                           "and metric state, so both would report wrong numbers. Wait for it "
+                           "to end, or run a copy of the model (kerasrs.models.clone_model, "
+                           "then set_weights).")
+    outer = model.__dict__.get("_metrics_user")
+    model._metrics_user = method
+    try:
+        yield
+    finally:
+        model._metrics_user = outer
+        lock.release()
 
 
 def verbosity(verbose):

@@ -53,6 +53,7 @@ class Trainer:
         self._train_variables = self._loss_layers = None
 
     _fit_distribution = None  # a kerasrs.distribution.DataParallel, set by fit while training
+    _data_check = None  # fit's input_checks.DataCheck while training (NaN in the data: see there)
 
     # -- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
@@ -99,6 +100,7 @@ class Trainer:
         self._train_variables = self._loss_layers = None
         self.compiled = True
         self.stop_training = False
+        input_checks.check_variable_dtypes(self)
         self._compile_config = {
             "optimizer": optimizer if isinstance(optimizer, str) else
             optimizers.serialize(self.optimizer), "loss": loss, "loss_weights": loss_weights,
@@ -280,6 +282,9 @@ class Trainer:
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
             scaled = loss if optimizer is None else optimizer.scale_loss(loss)
         self._track_loss(loss, x)
+        check = self._data_check
+        if check is not None and check.non_finite:  # stop before a NaN update (TerminateOnNaN)
+            input_checks.stop_at_non_finite_loss(loss, dist, training)
         variables = self._train_variables
         if variables is None:
             variables = self._train_variables = self.trainable_weights
@@ -408,11 +413,20 @@ class Trainer:
                 step equals the one on the short batch. An overridden ``train_step`` gets the
                 short batch.
 
+        NaN or inf in the data: fit warns, naming the array and the count, and then stops at
+        the first batch whose loss is NaN or inf, before that batch's update, with a second
+        warning; the weights are those of the last step with a finite loss, and the epoch's
+        logs end with the bad loss (Keras's ``TerminateOnNaN``, on by default when the data
+        hold such values; an overridden ``train_step`` is stopped only through
+        ``super().train_step``). Arrays of up to 64 MiB are checked before the first step;
+        larger ones (a ``np.memmap``), generators and PyDatasets batch by batch in the first
+        pass, so memory stays O(batch).
+
         Returns:
             The `History` callback; ``history.history`` maps each log name to a list per epoch.
 
         Raises:
-            RuntimeError: if the model is not compiled.
+            RuntimeError: if the model is not compiled, or another thread fits or evaluates it.
             ValueError: for data of different lengths, no samples, None or non-numeric data,
                 ``epochs`` that is not an int >= 0, or other bad arguments.
         """
@@ -439,9 +453,10 @@ class Trainer:
                     validation_steps, "fit (validation_data)", resume=False)
             run = self._fit_state(batches, val, epochs, initial_epoch, verbose, callbacks,
                                   validation_freq, pad_last_batch)
-            return loops.fit(run)
+            with run_state.metrics_in_use(self, "fit"):
+                return loops.fit(run)
         finally:
-            self._fit_distribution = None  # data-parallel fit is over, even after an error
+            self._fit_distribution = self._data_check = None  # fit is over, even after an error
             lock.release()
 
     def _fit_state(self, batches, validation, epochs, initial_epoch, verbose, callbacks,
@@ -458,6 +473,7 @@ class Trainer:
                            verbose=verbose, epochs=epochs, steps=batches.num_steps)
         self.stop_training = False
         self._train_variables = self._loss_layers = None
+        self._data_check = data.check
         train_step, custom = self._step_function("train")
         hooks = dist.any(cbs.wants_batch_hooks("train"))  # same collectives on every process
         if validation is not None:
@@ -473,10 +489,11 @@ class Trainer:
                         shuffle=False, class_weight=None, steps=None):
         """Check ``method``'s data (values, and structure for arrays) and walk it with an
         `EpochIterator` (``steps``: ``steps_per_epoch`` in fit)."""
-        input_checks.check_array_data(self, method, x, y, sample_weight, class_weight,
-                                      stacklevel=4)
+        check = input_checks.check_data_source(self, method, x, y, sample_weight, class_weight,
+                                               stacklevel=4)
         data = epoch_iterator.get_adapter(method, x, y, sample_weight, batch_size, shuffle,
                                           class_weight)
+        data.check = check
         if isinstance(data, epoch_iterator.ArrayAdapter):
             self._check_input_structure(method, data.x)
         if method == "fit":
@@ -499,6 +516,8 @@ class Trainer:
 
         Raises:
             TypeError: for ``x`` of a kind not listed above.
+            RuntimeError: while another thread fits or evaluates this model (both runs would
+                update the same metric state).
         """
         self._require_compiled("evaluate")
         batches = self._epoch_iterator("evaluate", x, y, sample_weight, batch_size, steps=steps)
@@ -511,7 +530,8 @@ class Trainer:
         run = run_state.RunState(self, batches, cbs, test_step, custom,
                                  distribution=self._fit_distribution)
         try:
-            logs = loops.evaluate(run)
+            with run_state.metrics_in_use(self, "evaluate"):
+                logs = loops.evaluate(run)
         finally:
             run.close()
         return self._ordered(logs, return_dict)

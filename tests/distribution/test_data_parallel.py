@@ -1,45 +1,25 @@
 """`kerasrs.distribution.DataParallel` under a real ``mpiexec`` (2 and 3 processes).
 
-Every MPI run happens in subprocesses (`dp_train.py`), so the pytest process never starts MPI.
-The MPI tests skip, saying why, without mpi4py or an ``mpiexec`` next to the Python in use;
-``pip install "kerasrs[mpi]"`` (part of the ``test`` extra, so CI runs them) brings both.
+Every MPI run happens in subprocesses (`dp_train.py`, or code through `mpi_launch.snippet`), so
+the pytest process never starts MPI.
 """
 
-import importlib.util
-import os
 import pathlib
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from mpi_launch import ENV, needs_mpi, run, snippet
 
+import kerasrs
 from kerasrs.distribution import mpi
 
 SCRIPT = pathlib.Path(__file__).with_name("dp_train.py")
-MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
-
-needs_mpi = pytest.mark.skipif(
-    importlib.util.find_spec("mpi4py") is None or MPIEXEC is None,
-    reason="needs mpi4py and mpiexec: pip install \"kerasrs[mpi]\" (mpi4py and the mpich wheel)")
-
-
-def _run(args, ranks=None, env=None):
-    cmd = [sys.executable, *map(str, args)]
-    if ranks is not None:  # `-m mpi4py`: an error on one process aborts them all (no hang)
-        cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", *map(str, args)]
-    done = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
-    return done
 
 
 def _train(out, dtype, ranks=None, *flags, env=None):
     out.mkdir(exist_ok=True)
-    _run([SCRIPT, out, dtype, *flags, *(["--parallel"] if ranks else [])], ranks, env)
+    run([SCRIPT, out, dtype, *flags, *(["--parallel"] if ranks else [])], ranks, env)
     found = sorted(out.glob("rank*.npz"))
     assert len(found) == (ranks or 1), f"expected one result per process, got {found}"
     return [dict(np.load(out / f"rank{r}.npz")) for r in range(ranks or 1)]
@@ -79,8 +59,9 @@ def test_every_rank_ends_with_single_process_weights(tmp_path, single_process, r
 @needs_mpi
 @pytest.mark.gpu
 def test_nccl_on_two_gpus_matches_single_process(tmp_path):
-    cupy = pytest.importorskip("cupy", reason="the CuPy backend needs CuPy")
-    if cupy.cuda.runtime.getDeviceCount() < 2:
+    if not kerasrs.backend.is_available("cupy"):  # no CuPy, or no usable device
+        pytest.skip("cupy backend not available")
+    if pytest.importorskip("cupy").cuda.runtime.getDeviceCount() < 2:
         pytest.skip("NCCL needs one GPU per process: fewer than 2 GPUs here")
     env = {**ENV, "KERASRS_BACKEND": "cupy"}
     (reference,) = _train(tmp_path / "single", "float32", None, env=env)
@@ -105,6 +86,17 @@ def test_padded_last_batch_and_pydataset_input_match_single_process(tmp_path, fl
 
 
 @needs_mpi
+def test_one_process_trains_exactly_as_without_a_distribution(tmp_path, single_process):
+    out = tmp_path / "one"
+    out.mkdir()
+    run([SCRIPT, out, "float64", "--parallel"])  # no mpiexec: MPI's world of one
+    result, reference = np.load(out / "rank0.npz"), single_process("float64")
+    assert int(result["size"]) == 1
+    for key in ("arr_0", "arr_1", "arr_2", "arr_3", "loss"):
+        np.testing.assert_array_equal(result[key], reference[key])
+
+
+@needs_mpi
 def test_reduce_after_backward_gives_the_same_weights(tmp_path):
     overlapped = _train(tmp_path / "overlap", "float64", 3)
     blocking = _train(tmp_path / "blocking", "float64", 3, "--no-overlap")
@@ -125,29 +117,12 @@ def test_empty_shards_validation_and_files_only_from_rank_0(tmp_path):
     assert written == ["ckpt_rank0.weights.h5", "log_rank0.csv"]
 
 
-def _snippet(code, ranks=None, env=None):
-    """Run ``code``; it calls ``say(text)`` (on every process) instead of print, and rank 0
-    prints what all of them said, one line per process in rank order (so the processes' output
-    cannot interleave)."""
-    prelude = """import kerasrs, numpy as np
-said = []
-say = lambda *args: said.append(" ".join(map(str, args)))
-"""
-    epilogue = """
-from mpi4py import MPI
-lines = MPI.COMM_WORLD.gather(" | ".join(said), root=0)
-if MPI.COMM_WORLD.Get_rank() == 0:
-    print("\\n".join(lines))
-""" if ranks else "\nprint(' | '.join(said))\n"
-    return _run(["-c", prelude + code + epilogue], ranks, env).stdout.splitlines()
-
-
 @needs_mpi
 def test_launcher_and_mpi_that_disagree_raise_a_clear_error():
     env = {**ENV, "OMPI_COMM_WORLD_SIZE": "2"}  # as if Open MPI's mpirun had started us
     code = ("try:\n    kerasrs.distribution.DataParallel()\n"
             "except RuntimeError as e:\n    say('ERROR', e)\n")
-    (out,) = _snippet(code, ranks=None, env=env)
+    (out,) = snippet(code, ranks=None, env=env)
     assert "the launcher started 2 processes (OMPI_COMM_WORLD_SIZE=2)" in out
     assert "MPI sees a world of 1" in out
 
@@ -165,7 +140,7 @@ try:
 except NotImplementedError as e:
     say("ERROR", e)
 """
-    for line in _snippet(code, ranks=2):
+    for line in snippet(code, ranks=2):
         assert "divides by something other than the batch size" in line
 
 
@@ -184,13 +159,13 @@ try:
 except NotImplementedError as e:
     say("ERROR", e)
 """
-    for line in _snippet(code, ranks=2):
+    for line in snippet(code, ranks=2):
         assert "overrides train_step" in line
 
 
 def test_import_kerasrs_does_not_start_mpi():
     code = "import sys\nsay('mpi4py' in sys.modules, 'mpi4py.MPI' in sys.modules)"
-    assert _snippet(code) == ["False False"]
+    assert snippet(code) == ["False False"]
 
 
 @pytest.mark.parametrize("environ, size", [
@@ -225,7 +200,7 @@ rows = np.arange(5)
 say(dist.shard_batch({"x": (rows, None), "y": [rows * 10]}), dist.shard(np.arange(10, 15)))
 """
     error = "set_distribution: expected a DataParallel or None. Received: str"
-    assert _snippet(code, ranks=2) == [
+    assert snippet(code, ranks=2) == [
         (f"{error} | 0 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] True | "
          "{'x': (array([0, 1]), None), 'y': [array([ 0, 10])]} [10 11]"),
         (f"{error} | 1 ['cpu:0', 'cpu:1'] ['cpu:0', 'cpu:1'] False | "
@@ -254,7 +229,7 @@ kerasrs.distribution.set_distribution(None)
 say(np.array_equal(frozen.kernel.numpy(), start), all(np.isfinite(w.numpy()).all() for w in
     model.weights), [hashlib.sha1(w.numpy().tobytes()).hexdigest() for w in model.weights])
 """.replace("BATCH", str(batch_size))
-    first, second = _snippet(code, ranks=2)
+    first, second = snippet(code, ranks=2)
     assert first.startswith("True True ")  # frozen weights unchanged; no NaN statistics
     assert first == second  # every weight, BatchNorm statistics included, on every process
 
@@ -278,7 +253,7 @@ history = model.fit(x, x[:, :1], batch_size=4, epochs=2, verbose=2, shuffle=Fals
                     callbacks=[Losses()] if dist.is_chief else [])
 say(len(Losses.seen), not Losses.seen or round(history.history["loss"][-1], 6) == Losses.seen[-1])
 """
-    lines = _snippet(code, ranks=2)
+    lines = snippet(code, ranks=2)
     for epoch in ("Epoch 1/2", "Epoch 2/2"):  # rank 0 prints, the other is silent
         assert sum(line.startswith(epoch) for line in lines) == 1, lines
     assert lines[-2:] == ["6 True", "0 True"]  # the last batch's logs are the epoch's
@@ -308,7 +283,7 @@ import os
 say(history.epoch, os.path.exists({str(tmp_path / "backup")!r}),
     model.weights[0].numpy().ravel().round(6).tolist())
 """
-    first, second = _snippet(code, ranks=2)
+    first, second = snippet(code, ranks=2)
     assert first.startswith("[2, 3] False ")  # resumed after the 2 saved epochs; backup deleted
     assert first.split(" ", 3)[3] == second.split(" ", 3)[3]
 
@@ -323,7 +298,7 @@ model.compile(kerasrs.optimizers.Adam(0.1), "mse")
 model.fit(x, x[:, :1], epochs=2, verbose=0)
 model.save({str(path)!r})
 """
-    _snippet(code)
+    snippet(code)
     code = f"""
 x = np.arange(30, dtype="float32").reshape(10, 3) / 30
 dist = kerasrs.distribution.DataParallel()
@@ -336,5 +311,5 @@ if dist.is_chief:  # only rank 0 reads the file: weights and Adam's moments
 model.fit(x, x[:, :1], epochs=1, verbose=0)
 say(model.weights[0].numpy().ravel().tolist(), int(model.optimizer.iterations.numpy()))
 """
-    first, second = _snippet(code, ranks=2)
+    first, second = snippet(code, ranks=2)
     assert first == second and first.endswith(" 3")  # 1 step after the 2 restored ones

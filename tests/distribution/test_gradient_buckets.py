@@ -76,11 +76,11 @@ def test_buckets_start_during_backward_and_give_the_mean_gradient():
     transport = _Copies(3)
     red = reducer.GradientReducer(transport, variables, bucket_bytes=1, overlap=True)
     transport.owner = red
-    grads = red.gradients(tape, loss, n_local=6)
+    grads = red.gradients(tape, loss, share=1 / 3)
     # one bucket per variable, in backward order; each starts once its gradient is ready. A
     # Dense layer is one fused op, so its kernel and bias gradients are ready together.
     assert len(red.buckets) == 4 and transport.started == [2, 2, 4, 4]
-    for g, e in zip(grads, expected):  # (3 * 6 * g) / (3 * 6) is g again
+    for g, e in zip(grads, expected):  # 3 copies of g / 3 is g again
         np.testing.assert_allclose(g.numpy(), e, rtol=1e-6)
 
 
@@ -90,5 +90,5 @@ def test_without_overlap_one_allreduce_covers_the_whole_buffer():
     red = reducer.GradientReducer(transport, model.trainable_weights, bucket_bytes=1,
                                   overlap=False)
     transport.owner = red
-    red.gradients(tape, loss, n_local=6)
+    red.gradients(tape, loss, share=1 / 2)
     assert transport.started == [4]  # after all four gradients, once

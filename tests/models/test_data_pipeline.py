@@ -308,7 +308,8 @@ def test_a_spent_validation_generator_warns_and_adds_no_val_logs():
             yield np.ones((2, 1), "float32"), np.zeros((2, 1), "float32")
 
     x = np.ones((4, 1), "float32")
-    with pytest.warns(UserWarning, match=r"fit \(validation_data\): the data ran out"):
+    with pytest.warns(UserWarning, match=r"`validation_data` \(a generator\) ran out.*"
+                                         r"validation stops"):
         history = _identity().fit(x, x, validation_data=two(), epochs=2, verbose=0)
     assert history.history["val_loss"] == [1.0]
 

@@ -1,0 +1,505 @@
+"""Replay: `compile` a graph into a `Program` that runs it again and again.
+
+A program keeps one `Plan` per input shape signature (a short last batch gets its own). The
+plan is made on the first run with those shapes: a list of steps in graph order, where
+
+- an op node makes its Function from the registry and calls ``apply`` (the op's own forward);
+  the instance is kept until the ``vjp`` node that calls its ``backward``;
+- a fused group (`kerasrs.graph.fusion`) is one call of its generated kernel, run on both cores
+  for large arrays (`kerasrs.backend.cpu_threads`), writing into buffers planned once: an
+  output that is a parameter's new value goes straight into the parameter's memory when
+  nothing reads the old value later (an in-place update); other outputs reuse buffers whose
+  values are dead (by liveness, with views and saved Function state counted as reads);
+- each value is dropped after its last use.
+
+At the end of a run the remaining updates are copied into their variables (all of them read
+the old values: updates apply together). Fusion runs on the NumPy backend; on CuPy the steps
+run unfused (the CUDA source exists, `kerasrs.graph.cuda_codegen`; launching it is phase 2).
+"""
+
+import numpy as np
+
+from kerasrs import backend as backend_module
+from kerasrs.autodiff import Tensor, no_grad, sum_to
+from kerasrs.graph import backward, fusion, passes, registry
+from kerasrs.graph.ir import STRUCTURAL, type_of
+
+END = float("inf")  # the position of reads after the last step (outputs, updates)
+
+
+def compile(graph, fuse=True, optimize=True):  # noqa: A001  (Keras's name for it)
+    """A `Program` running ``graph``.
+
+    Args:
+        graph: a `Graph`; its ``gradient`` nodes are differentiated first
+            (`kerasrs.graph.differentiate`).
+        fuse: fuse elementwise chains into generated kernels (NumPy backend).
+        optimize: run `kerasrs.graph.passes.optimize` (folding, simplification, CSE, dead
+            nodes) first.
+
+    Returns:
+        A `Program`.
+
+    Raises:
+        RuntimeError: if an ``assert_computed`` node is left (it names the node).
+        ValueError: if a parameter has no bound variable.
+    """
+    if any(n.op == "gradient" for n in graph.nodes):
+        graph = backward.differentiate(graph)
+    if optimize:
+        graph = passes.optimize(graph)
+    return Program(graph, fuse)
+
+
+def run(graph, **feeds):
+    """Run ``graph`` once, unfused and as it is (the reference executor; ``graph.run``).
+
+    Returns:
+        ``{output name: Tensor}``; the updates are applied to the bound variables.
+    """
+    return compile(graph, fuse=False, optimize=False)(**feeds)
+
+
+class Program:
+    """A runnable graph: ``program(**feeds)`` -> ``{output name: Tensor}``.
+
+    Attributes:
+        graph: the graph it runs (after differentiation and passes).
+    """
+
+    def __init__(self, graph, fuse=True):
+        for i, node in enumerate(graph.nodes):
+            if node.op == "assert_computed":
+                raise RuntimeError(
+                    f"kerasrs.graph: assertion {node.name!r} (%{i}, made at {node.site}) "
+                    f"failed: the value it marks is not computed elsewhere in the graph, so it "
+                    f"would be computed just for this. Run kerasrs.graph.passes.cse first if "
+                    f"the computation exists. Received: %{i} = assert_computed(%"
+                    f"{node.inputs[0]}) on a {graph.nodes[node.inputs[0]].op} node")
+            if node.op == "gradient":
+                raise ValueError(f"kerasrs.graph.Program: %{i} is a gradient node; "
+                                 "differentiate the graph first (kerasrs.graph.compile does).")
+        missing = [name for name in graph.parameter_ids() if name not in graph.bindings]
+        if missing:
+            raise ValueError(f"kerasrs.graph.Program: parameters without a variable: {missing}. "
+                             "Bind them with graph.with_bindings({name: Variable}) or load the "
+                             "graph with kerasrs.graph.load(directory).")
+        self.graph = graph
+        self.fuse = fuse
+        self._plans = {}
+
+    def __call__(self, **feeds):
+        """Run one step: ``feeds`` maps each input name to an array (or Tensor) of its dtype.
+
+        Returns:
+            ``{output name: Tensor}``; the parameters' updates are applied.
+
+        Raises:
+            ValueError: for a missing, unknown or wrongly typed feed (naming it).
+        """
+        arrays = self._arrays(feeds)
+        key = tuple((name, a.shape) for name, a in arrays.items())
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(arrays)
+        return plan.run(arrays, self.graph.bindings)
+
+    def plan_for(self, **feeds):
+        """The `Plan` these feeds' shapes use (made if needed, without running a step)."""
+        arrays = self._arrays(feeds)
+        key = tuple((name, a.shape) for name, a in arrays.items())
+        if key not in self._plans:
+            self._plans[key] = self._plan(arrays)
+        return self._plans[key]
+
+    def _arrays(self, feeds):
+        graph = self.graph
+        inputs = graph.input_ids()
+        unknown = sorted(set(feeds) - set(inputs))
+        missing = [n for n in inputs if n not in feeds]
+        if unknown or missing:
+            raise ValueError(f"kerasrs.graph.Program: feed exactly the inputs {list(inputs)}. "
+                             f"Received: missing {missing}, unknown {unknown}")
+        arrays = {}
+        for name, i in inputs.items():
+            value = feeds[name]
+            value = value.data if isinstance(value, Tensor) else value
+            if not hasattr(value, "dtype") or not hasattr(value, "shape"):
+                value = np.asarray(value)
+            want = graph.nodes[i].type
+            if value.dtype.name != want.dtype or len(value.shape) != len(want.shape):
+                raise ValueError(f"kerasrs.graph.Program: input {name!r} must be {want.dtype} "
+                                 f"of rank {len(want.shape)} (traced as {want}). Received: "
+                                 f"{value.dtype.name}{list(value.shape)}")
+            arrays[name] = value
+        return arrays
+
+    def _plan(self, arrays):
+        graph = self.graph
+        declared = all(arrays[n].shape == graph.nodes[i].type.shape
+                       for n, i in graph.input_ids().items())
+        types = [n.type for n in graph.nodes] if declared else \
+            Plan(graph, None, False).types_for(arrays, graph.bindings)
+        be = backend_module.backend_of(next(iter(arrays.values()))) if arrays else \
+            backend_module.get()
+        return Plan(graph, types, self.fuse and be.name == "numpy")
+
+
+class Plan:
+    """The steps for one shape signature (see the module docstring). ``labels`` names each
+    step (its op, ``vjp of <op>`` or ``fused <n> ops``), for profiles.
+
+    Args:
+        graph: the graph.
+        types: per node, its type for this signature (None: unknown, then nothing is fused,
+            no value is dropped and gradients fit the shapes seen at run time).
+        fuse: whether to fuse elementwise groups.
+    """
+
+    def __init__(self, graph, types, fuse):
+        self.graph, self.types = graph, types
+        nodes = graph.nodes
+        self.vjps = {}  # op node id -> ids of the vjp nodes that use its Function
+        for i, node in enumerate(nodes):
+            if node.op == "vjp":
+                self.vjps.setdefault(node.inputs[0], []).append(i)
+        self.groups = self._fusion_groups() if fuse and types is not None else []
+        self.position = list(range(len(nodes)))
+        for group in self.groups:
+            for i in group.members:
+                self.position[i] = group.members[-1]
+        self.roots = self._alias_roots()
+        self.last_read = self._last_reads()
+        self.storage = self._storage()
+        self.template = [n.value if n.op == "constant" else None for n in nodes]
+        self.steps = self._steps()
+        self.copy_outputs = {name: bool(self.roots[j] & self._live_state())
+                             for name, j in graph.outputs.items()}
+
+    # -- analysis ----------------------------------------------------------------------------
+    def _fusion_groups(self):
+        graph, types = self.graph, self.types
+        candidates = set()
+        for i, node in enumerate(graph.nodes):
+            if node.op in STRUCTURAL:
+                continue
+            definition = registry.get(node.op)
+            if fusion.fusible(i, node, types, definition, i in self.vjps):
+                candidates.add(i)
+        return fusion.groups(graph, types, candidates, graph.roots())
+
+    def reads(self, i):
+        """The ids whose values the step of node ``i`` reads (a vjp also reads what its
+        Function holds: the forward op's inputs and output)."""
+        node = self.graph.nodes[i]
+        if node.op == "vjp":
+            forward = node.inputs[0]
+            return set(node.inputs) | set(self.graph.nodes[forward].inputs)
+        return set(node.inputs)
+
+    def _alias_roots(self):
+        """Per node, the ids whose memory its value may share: itself, plus for a view-making
+        op its inputs' roots, for a vjp's gradients the roots of ``gy`` (a backward's results
+        share memory at most with ``gy``), for a pick the vjp's."""
+        nodes = self.graph.nodes
+        fused = {i for g in self.groups for i in g.members}
+        roots = []
+        for i, node in enumerate(nodes):
+            mine = {i}
+            if node.op == "pick":
+                mine |= roots[node.inputs[0]]
+            elif node.op == "vjp":
+                mine |= roots[node.inputs[1]]
+            elif node.op == "assert_computed":
+                mine |= roots[node.inputs[0]]
+            elif node.op not in ("input", "parameter", "constant") and i not in fused and \
+                    not registry.get(node.op).fresh:
+                for j in node.inputs:
+                    mine |= roots[j]
+            roots.append(frozenset(mine))
+        return roots
+
+    def _last_reads(self):
+        """{root id: the last position at which a value sharing its memory is read}."""
+        last = {}
+        members = {i for g in self.groups for i in g.members}
+        readers = [(i, self.reads(i)) for i in range(len(self.graph.nodes)) if i not in members]
+        readers += [(g.members[-1], set(g.inputs)) for g in self.groups]
+        for i, ids in readers:
+            at = self.position[i]
+            for j in ids:
+                for root in self.roots[j]:
+                    last[root] = max(last.get(root, -1), at)
+        for j in self.graph.roots():
+            for root in self.roots[j]:
+                last[root] = END
+        return last
+
+    def _live_state(self):
+        """Ids of parameters and planned buffers: outputs sharing their memory are copied."""
+        params = set(self.graph.parameter_ids().values())
+        return params | {i for i, s in self.storage.items() if s[0] == "buffer"}
+
+    def _storage(self):
+        """{fused output id: ("param", name) | ("buffer", array) | ("fresh", None)}."""
+        graph, types = self.graph, self.types
+        params = graph.parameter_ids()
+        by_value = {}
+        for name, j in graph.updates.items():
+            by_value.setdefault(j, name)
+        outputs = set(graph.outputs.values())
+        storage, pool, busy = {}, {}, []
+        for group in self.groups:
+            at = group.members[-1]
+            for entry in [b for b in busy if b[0] < at]:  # buffers whose values are dead
+                busy.remove(entry)
+                pool.setdefault(entry[1], []).append(entry[2])
+            for i in group.outputs:
+                name = by_value.get(i)
+                if name is not None and self._in_place(group, i, params[name]):
+                    storage[i] = ("param", name)
+                    by_value.pop(i)
+                elif i in outputs:
+                    storage[i] = ("fresh", None)
+                else:
+                    key = (types[i].dtype, types[i].shape)
+                    free = pool.get(key)
+                    array = free.pop() if free else np.empty(types[i].shape, types[i].dtype)
+                    storage[i] = ("buffer", array)
+                    busy.append((self.last_read.get(i, END), key, array))
+        return storage
+
+    def _in_place(self, group, i, param):
+        """Whether fused output ``i`` may be written into parameter ``param``'s memory: same
+        type, nothing reads the old value after the group, and no group input is another view
+        of it (a transposed one would be read after being overwritten)."""
+        return self.types[param] == self.types[i] and \
+            self.last_read.get(param, -1) <= group.members[-1] and \
+            not any(param in self.roots[j] for j in group.inputs if j != param)
+
+    # -- steps -------------------------------------------------------------------------------
+    def _steps(self):
+        graph = self.graph
+        members = {i: g for g in self.groups for i in g.members}
+        drop = self._drops()
+        steps, self.labels = [], []
+        for i, node in enumerate(graph.nodes):
+            group = members.get(i)
+            if group is not None:
+                if i == group.members[-1]:
+                    steps.append((self._fused_step(group), drop.get(i, ())))
+                    self.labels.append(f"fused {len(group.members)} ops")
+                continue
+            make = _STEPS.get(node.op, Plan._op_step)
+            step = make(self, i, node)
+            if step is not None:
+                steps.append((step, drop.get(i, ())))
+                self.labels.append(node.op if node.op != "vjp" else
+                                   f"vjp of {graph.nodes[node.inputs[0]].op}")
+        return steps
+
+    def _drops(self):
+        """{position: ids whose last direct reader runs there}. Leaves are kept (their memory
+        belongs to the caller, the variables or the plan); with unknown types nothing is
+        dropped, so that every shape can be read at the end."""
+        if self.types is None:
+            return {}
+        keep = set(self.graph.roots()) | {i for i, n in enumerate(self.graph.nodes)
+                                          if n.op in ("input", "parameter", "constant")}
+        last = {}
+        members = {i for g in self.groups for i in g.members}
+        for i in range(len(self.graph.nodes)):
+            if i not in members:
+                for j in self.graph.nodes[i].inputs:
+                    last[j] = self.position[i]
+        for g in self.groups:
+            for j in g.inputs:
+                last[j] = max(last.get(j, -1), g.members[-1])
+        drop = {}
+        for j, at in last.items():
+            if j not in keep:
+                drop.setdefault(at, []).append(j)
+        return drop
+
+    def _op_step(self, i, node):
+        definition = registry.get(node.op)
+        attrs = dict(node.attrs)
+        inputs = node.inputs
+        keep = self.vjps.get(i)
+        split = len(inputs) - definition.n_data(attrs)
+
+        def step(values, fns):
+            args = [_wrap(values[j]) for j in inputs[:split]]
+            fn = definition.make(attrs, [values[j] for j in inputs[split:]])
+            values[i] = fn.apply(*args).data
+            if keep:
+                fns[i] = fn
+
+        return step
+
+    def _vjp_step(self, i, node):
+        forward, gy_id = node.inputs
+        needs = list(node.attrs["needs"])
+        fit = self.types[i] if self.types is not None else None
+        sources = self.graph.nodes[forward].inputs
+        last = self.vjps[forward][-1] == i
+
+        def step(values, fns):
+            fn = fns.pop(forward) if last else fns[forward]
+            fn.needs_grad = needs
+            gy = values[gy_id]
+            if fn.low_dtype is not None:  # its forward ran in float32 (as the tape does)
+                gy = gy.astype(np.float32)
+            gxs = fn.backward(gy)
+            targets = fit if fit is not None else [
+                type_of(values[j]) if need else None for j, need in zip(sources, needs)]
+            values[i] = tuple(_fit(g, t, gy) if t is not None else None
+                              for g, t in zip(gxs, targets))
+
+        return step
+
+    def _pick_step(self, i, node):
+        source, index = node.inputs[0], node.attrs["index"]
+
+        def step(values, fns):
+            values[i] = values[source][index]
+
+        return step
+
+    def _leaf_step(self, i, node):
+        return None
+
+    def _fused_step(self, group):
+        params = self.graph.parameter_ids()
+        writers, in_place = [], {}
+        for k, i in enumerate(group.outputs):
+            where, array = self.storage[i]
+            param = params[array] if where == "param" else None
+            if param in group.inputs:  # written through the input's own array argument
+                in_place[k] = group.inputs.index(param)
+            else:
+                writers.append((i, where, array, param, self.types[i].dtype))
+        source, kinds = fusion.numba_source(self.graph, group, self.types, in_place=in_place)
+        kernel = fusion.numba_kernel(source)
+        flat = "broadcast" not in kinds
+        shape = group.shape
+        count = int(np.prod(shape)) if flat else shape[0]
+        work = max(1, len(group.members) * int(np.prod(shape[1:] if not flat else ())))
+        readers = [(j, kind, self.types[j].dtype) for j, kind in zip(group.inputs, kinds)
+                   if kind != "weak"]
+        done = [(group.outputs[k], group.inputs[m]) for k, m in in_place.items()]
+        from kerasrs.backend import cpu_threads
+
+        def step(values, fns):
+            args = []
+            for j, kind, dtype in readers:
+                a = values[j]
+                if kind == "scalar":
+                    args.append(np.asarray(a, dtype).reshape(1))
+                elif flat:
+                    args.append(a.reshape(-1))
+                else:
+                    args.append(np.broadcast_to(a, shape))
+            for i, where, array, param, dtype in writers:
+                if where == "param":
+                    array = values[param]
+                elif where == "fresh":
+                    array = np.empty(shape, dtype)
+                values[i] = array
+                args.append(array.reshape(-1) if flat else array)
+            for i, j in done:
+                values[i] = values[j]
+            cpu_threads.split(kernel, count, *args, work_per_item=work)
+
+        return step
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self, feeds, bindings):
+        """One step: returns ``{output name: Tensor}`` and applies the updates."""
+        values = self.execute(feeds, bindings)
+        outputs = {}
+        for name, j in self.graph.outputs.items():
+            value = values[j]
+            if self.copy_outputs[name] and hasattr(value, "copy"):
+                value = value.copy()
+            outputs[name] = _tensor(value)
+        self._apply_updates(values, bindings)
+        return outputs
+
+    def execute(self, feeds, bindings):
+        """Run the steps; returns the list of node values (dropped ones are None). Changes
+        no variable, except through in-place fused updates (`run` applies the others)."""
+        graph = self.graph
+        values = list(self.template)
+        for name, i in graph.input_ids().items():
+            values[i] = feeds[name]
+        for name, i in graph.parameter_ids().items():
+            values[i] = bindings[name].data
+        fns = {}
+        with no_grad():
+            for step, drop in self.steps:
+                step(values, fns)
+                for j in drop:
+                    values[j] = None
+        return values
+
+    def _apply_updates(self, values, bindings):
+        params = self.graph.parameter_ids()
+        pending = [(name, j) for name, j in self.graph.updates.items()
+                   if self.storage.get(j) != ("param", name)]
+        arrays = [values[j] for _, j in pending]
+        updated = {params[name] for name, _ in pending}
+        for k, (name, j) in enumerate(pending):  # a value sharing another target's memory
+            if (self.roots[j] & updated) - {params[name]}:
+                arrays[k] = arrays[k].copy()
+        for (name, _), array in zip(pending, arrays):
+            bindings[name].data[...] = array
+
+    def types_for(self, feeds, bindings):
+        """The type of every node for these feeds, from one unfused run that changes no
+        variable (this plan must have been made without types: it drops no value)."""
+        values = self.execute(feeds, bindings)
+        return [tuple(None if g is None else type_of(g) for g in v) if isinstance(v, tuple)
+                else type_of(v) for v in values]
+
+    def describe(self):
+        """A short text: the fused groups and where each output is written."""
+        lines = []
+        for g in self.groups:
+            where = ", ".join(f"%{i}->{self.storage[i][0]}" +
+                              (f" {self.storage[i][1]}" if self.storage[i][0] == "param" else "")
+                              for i in g.outputs)
+            lines.append(f"fused {len(g.members)} ops at %{g.members[-1]} {g.shape}: {where}")
+        return "\n".join(lines)
+
+
+_STEPS = {"vjp": Plan._vjp_step, "pick": Plan._pick_step, "input": Plan._leaf_step,
+          "parameter": Plan._leaf_step, "constant": Plan._leaf_step}
+
+
+def _wrap(value):
+    """A Tensor around an array without `Tensor.__init__`'s conversions (Python scalars stay
+    scalars: weak, as in eager code)."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    t = Tensor.__new__(Tensor)
+    t.data, t.backend = value, backend_module.backend_of(value)
+    return t
+
+
+def _tensor(value):
+    return value if isinstance(value, Tensor) else (
+        Tensor(value) if isinstance(value, (bool, int, float)) else _wrap(value))
+
+
+def _fit(g, t, gy):
+    """A backward's gradient as the tape accumulates it: summed to the input's shape, cast to
+    its dtype; zeros where the Function gave None for an input that needs one."""
+    if g is None:
+        be = backend_module.backend_of(gy)
+        return be.xp.zeros(t.shape, t.dtype)
+    if tuple(g.shape) != t.shape:
+        g = sum_to(g, t.shape)
+    if g.dtype.name != t.dtype:
+        g = g.astype(t.dtype)
+    return g
