@@ -23,6 +23,13 @@ def _dtype_arg(x):
     return kind if kind in _WEAK else np.asarray(x).dtype
 
 
+def _outside(*xs):
+    """True if an input is an array of objects or strings (``pytest.approx`` compared with a
+    Tensor...): the lattice has no such dtypes, NumPy's own rules apply."""
+    return any(getattr(getattr(x, "dtype", None), "kind", None) in ("O", "S", "U", "V")
+               for x in xs)
+
+
 def _cast(x, dtype):
     if getattr(x, "dtype", None) is None:  # a Python scalar: weak, NumPy keeps the array's dtype
         return x
@@ -35,6 +42,8 @@ def promote(a, b):
     da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
     if da is db and da is not None:  # the common case: two arrays of one dtype
         return a, b
+    if _outside(a, b):
+        return a, b
     dtype = result_dtype(_dtype_arg(a), _dtype_arg(b))
     if da is None and db is None:
         return np.asarray(a, dtype), np.asarray(b, dtype)
@@ -44,6 +53,8 @@ def promote(a, b):
 def promote_all(*xs, to_float=False):
     """Every input cast to the dtype all of them promote to (with ``to_float``, the float dtype
     of `kerasrs.backend.dtypes.float_type`). Python scalars stay scalars if an array is there."""
+    if _outside(*xs):
+        return list(xs)
     args = [_dtype_arg(x) for x in xs]
     dtype = result_dtype(*args, float) if to_float else result_dtype(*args)
     if all(getattr(x, "dtype", None) is None for x in xs):
