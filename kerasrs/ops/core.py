@@ -196,6 +196,8 @@ def mod(x1, x2):
 def _pair(x1, x2):
     """``x1`` and ``x2`` as Tensors of their promoted dtype, on the backend of the one that is a
     Tensor (Python scalars are weak: ``int_tensor < 2.5`` compares in float32)."""
+    if isinstance(x1, Tensor) and isinstance(x2, Tensor) and x1.dtype == x2.dtype:
+        return x1, x2  # the common case: nothing to promote
     t = x1 if isinstance(x1, Tensor) else x2 if isinstance(x2, Tensor) else None
     a, b = (_operand(x1), _operand(x2))
     a, b = promote(a, b)
