@@ -11,6 +11,16 @@ the sgemm rate measured on this machine, `models.train_flops`). Run:
     .venv/bin/python benchmarks/compare.py --model all --torch-python /work/refvenv/bin/python
 
 Without torch in the given interpreter, only kerasrs is timed.
+
+``--jit`` adds a third side, kerasrs with ``compile(jit_compile=True)`` (replayed step graphs;
+its warm-up traces, validates and compiles every step shape the epoch uses), and prints the
+ratios replay / eager kerasrs and replay / PyTorch per round, their medians and spreads, and the
+machine's load average before and after each model (the machine is shared: a high load makes
+every number noisier). Targets: replay >= 1.3x eager kerasrs for the MLP at batch 32 and for the
+LSTM, >= 1.2x PyTorch for every model::
+
+    .venv/bin/python benchmarks/compare.py --jit --model mlp --batch-size 32 --rounds 5 \
+        --torch-python /work/refvenv/bin/python
 """
 
 import argparse
@@ -26,6 +36,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 MODELS = ("mlp", "cnn", "lstm", "transformer")
 TARGETS = {"mlp": 1.3, "cnn": 1.0, "lstm": 1.0, "transformer": 1.1}
+JIT_TARGETS = {"eager": {"mlp": 1.3, "lstm": 1.3}, "pytorch": 1.2}  # replay / ..., see --jit
 THREADS = {v: "2" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                             "NUMBA_NUM_THREADS")}
 SAMPLES = {"mlp": 15360, "cnn": 2560, "lstm": 7680, "transformer": 7680}
@@ -39,6 +50,8 @@ def main():
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--kerasrs-python", default=sys.executable)
     p.add_argument("--torch-python", default=sys.executable)
+    p.add_argument("--jit", action="store_true",
+                   help="also time kerasrs with compile(jit_compile=True) (replayed steps)")
     p.add_argument("--worker", choices=("kerasrs", "pytorch", "gemm"), help=argparse.SUPPRESS)
     p.add_argument("--data", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -59,18 +72,19 @@ def main():
 
 
 def compare(args, model, data, gflops, has_torch):
-    sides = ["kerasrs"] + (["pytorch"] if has_torch else [])
-    python = {"kerasrs": args.kerasrs_python, "pytorch": args.torch_python}
+    sides = ["kerasrs"] + (["replay"] if args.jit else []) + (["pytorch"] if has_torch else [])
     samples = args.samples or SAMPLES[model]
     rates = {s: [] for s in sides}
     floor = gflops * 1e9 / models_flops(model)
     print(f"\n== {model}: {samples} samples/epoch, batch {args.batch_size}, GEMM floor "
-          f"{floor:,.0f} samples/s")
+          f"{floor:,.0f} samples/s; load average before: {_load()}")
     for r in range(args.rounds):
         for side in sides:
-            out = spawn(python[side], ["--worker", side, "--model", model, "--data", data,
-                                       "--samples", str(samples),
-                                       "--batch-size", str(args.batch_size)])
+            python = args.torch_python if side == "pytorch" else args.kerasrs_python
+            worker = "pytorch" if side == "pytorch" else "kerasrs"
+            out = spawn(python, ["--worker", worker, "--model", model, "--data", data,
+                                 "--samples", str(samples), "--batch-size", str(args.batch_size)]
+                        + (["--jit"] if side == "replay" else []))
             rates[side].append(out["rate"])
         line = "  ".join(f"{s} {rates[s][-1]:8,.0f}" for s in sides)
         if has_torch:
@@ -83,6 +97,28 @@ def compare(args, model, data, gflops, has_torch):
         print(f"ratio kerasrs/pytorch of the medians: {med['kerasrs'] / med['pytorch']:.2f} "
               f"(target >= {TARGETS[model]}); per round: "
               + ", ".join(f"{k / t:.2f}" for k, t in zip(rates["kerasrs"], rates["pytorch"])))
+    if args.jit:
+        _ratios("replay/eager", rates["replay"], rates["kerasrs"],
+                JIT_TARGETS["eager"].get(model))
+        if has_torch:
+            _ratios("replay/pytorch", rates["replay"], rates["pytorch"],
+                    JIT_TARGETS["pytorch"])
+    print(f"load average after: {_load()}")
+
+
+def _ratios(name, a, b, target):
+    """Per-round ratios a/b (same round: the same machine state), their median and spread."""
+    per_round = [x / y for x, y in zip(a, b)]
+    goal = f" (target >= {target})" if target else ""
+    print(f"{name}: median {statistics.median(per_round):.2f}, spread {min(per_round):.2f}-"
+          f"{max(per_round):.2f}{goal}; per round: " + ", ".join(f"{r:.2f}" for r in per_round))
+
+
+def _load():
+    try:
+        return " ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def models_flops(model):
@@ -93,7 +129,10 @@ def models_flops(model):
 
 
 def child_env():
-    return {**os.environ, **THREADS}
+    """The pinned thread counts, and this checkout's kerasrs ahead of any installed one (an
+    editable install of another worktree would otherwise be timed)."""
+    path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, **THREADS, "PYTHONPATH": path}
 
 
 def spawn(python, argv):
@@ -144,14 +183,18 @@ def worker(args):
         import kerasrs
 
         kerasrs.utils.set_random_seed(0)
-        build = models.kerasrs_model
+        build = (lambda name: models.kerasrs_model(name, jit_compile=True)) if args.jit else \
+            models.kerasrs_model
     np.seterr(all="ignore")
     with np.load(args.data) as f:
         x = (f["x"][:args.samples].astype("float32") / 255.0)
         y = f["y"][:args.samples].astype("int64")
     x = x.reshape((len(x),) + models.INPUT_SHAPES[args.model])
     run = build(args.model)
-    run(x[:4 * args.batch_size], y[:4 * args.batch_size], args.batch_size)  # warm-up
+    # warm-up; with --jit: both step shapes the epoch uses traced twice (and kernels compiled)
+    warm = 4 * args.batch_size + len(x) % args.batch_size
+    run(x[:warm], y[:warm], args.batch_size)
+    run(x[:warm], y[:warm], args.batch_size)
     seconds = _timed(lambda: run(x, y, args.batch_size))
     print(json.dumps({"rate": len(x) / seconds}))
 

@@ -32,7 +32,8 @@ def train_flops(model):
 
 
 # -- kerasrs ---------------------------------------------------------------------------------------
-def kerasrs_model(name):
+def kerasrs_network(name):
+    """``(model, loss)``: the kerasrs model ``name`` (uncompiled, in ``floatx()``) and its loss."""
     import kerasrs
     from kerasrs import layers
 
@@ -58,7 +59,13 @@ def kerasrs_model(name):
         h = layers.LayerNormalization(epsilon=1e-5)(layers.Add()([h, f]))
         outputs = layers.Dense(10)(layers.GlobalAveragePooling1D()(h))
         model = kerasrs.Model(inputs, outputs)
-    model.compile(optimizer="adam", loss=logits)
+    return model, logits
+
+
+def kerasrs_model(name, jit_compile=False):
+    """A runner training ``name`` with Adam (``jit_compile=True``: replayed steps)."""
+    model, loss = kerasrs_network(name)
+    model.compile(optimizer="adam", loss=loss, jit_compile=jit_compile)
 
     def run(x, y, batch):
         model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0)

@@ -28,6 +28,7 @@ from kerasrs import constraints  # noqa: F401,E402
 from kerasrs import dtype_policies  # noqa: F401,E402
 from kerasrs import mixed_precision  # noqa: F401,E402
 from kerasrs import preprocessing  # noqa: F401,E402
+from kerasrs import quantizers  # noqa: F401,E402
 from kerasrs import random  # noqa: F401,E402
 from kerasrs import tree  # noqa: F401,E402
 from kerasrs.api_objects import Function, Operation, device  # noqa: F401,E402
@@ -38,6 +39,24 @@ from kerasrs.layers.naming import name_scope  # noqa: F401,E402
 from kerasrs.losses import Loss  # noqa: F401,E402
 from kerasrs.metrics import Metric  # noqa: F401,E402
 from kerasrs.optimizers import Optimizer  # noqa: F401,E402
+from kerasrs.quantizers import Quantizer  # noqa: F401,E402
 from kerasrs.regularizers import Regularizer  # noqa: F401,E402
 
+from kerasrs import applications  # noqa: F401,E402
+
 backend._clear_session_hooks.append(layers.naming.reset_uids)
+
+
+def __getattr__(name):
+    """``kerasrs.wrappers`` (scikit-learn) and ``kerasrs.visualization`` (matplotlib) are
+    imported on first use, so that ``import kerasrs`` imports neither library."""
+    if name in ("wrappers", "visualization"):
+        import importlib
+
+        return importlib.import_module(f"kerasrs.{name}")
+    raise AttributeError(f"module 'kerasrs' has no attribute {name!r}")
+
+
+def version():
+    """kerasrs's version string (Keras's ``keras.version()``)."""
+    return __version__

@@ -14,7 +14,10 @@ from kerasrs.backend.settings import (  # noqa: F401
 from kerasrs.callbacks.progbar import Progbar  # noqa: F401
 from kerasrs.datasets.files import get_file  # noqa: F401
 from kerasrs.datasets.py_dataset import PyDataset, Sequence  # noqa: F401
+from kerasrs.layers.preprocessing import bounding_box_utils as bounding_boxes  # noqa: F401
+from kerasrs.layers.preprocessing.feature_space import FeatureSpace  # noqa: F401
 from kerasrs.models.plotting import model_to_dot, plot_model  # noqa: F401
+from kerasrs.preprocessing.audio_dataset import audio_dataset_from_directory  # noqa: F401
 from kerasrs.preprocessing.datasets import (  # noqa: F401
     image_dataset_from_directory, text_dataset_from_directory, timeseries_dataset_from_array)
 from kerasrs.preprocessing.image import array_to_img, img_to_array, load_img, save_img  # noqa: F401

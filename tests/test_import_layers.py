@@ -26,6 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "kerasrs"
 # The stack, bottom first. Units on one level do not import each other.
 LEVELS = {
     "__init__": 99,  # kerasrs/__init__.py: the public API, imports everything
+    "applications": 95, "wrappers": 95, "visualization": 95,  # built from the public API
     "api_objects": 90, "utils": 90, "mixed_precision": 90,  # Keras's top-level names
     "models": 80,  # Model, Sequential, Functional: compile/fit from trainers, save from saving
     "saving": 70,  # files; finds classes through the registry and the layers
@@ -35,7 +36,8 @@ LEVELS = {
     "metrics": 35,  # metrics wrap loss functions
     "losses": 30, "optimizers": 30,
     "graph": 25,  # training-step graphs: trace, differentiate, replay (uses ops and autodiff)
-    "activations": 25, "constraints": 25, "random": 25, "regularizers": 25, "testing": 25,
+    "activations": 25, "constraints": 25, "quantizers": 25, "random": 25, "regularizers": 25,
+    "testing": 25,
     "initializers": 20, "ops": 20,
     "autodiff": 15,
     "config": 12,

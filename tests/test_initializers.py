@@ -85,7 +85,8 @@ def test_get_serialize_deserialize():
     config = initializers.serialize(init)
     assert config == {"module": "keras.initializers", "class_name": "VarianceScaling",
                       "config": {"scale": 2.0, "mode": "fan_out", "distribution": "uniform",
-                                 "seed": 3}, "registered_name": None}
+                                 "seed": 3, "input_axes": None, "output_axes": None},
+                      "registered_name": None}  # Keras 3.15's keys
     clone = initializers.get(config)
     assert np.array_equal(clone((4, 4)), init((4, 4)))
     assert initializers.serialize(initializers.get("glorot_uniform"))["class_name"] == \

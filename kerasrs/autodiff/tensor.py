@@ -7,6 +7,9 @@ ops in `kerasrs.ops.math` and `kerasrs.ops.layout` (see ``_install_methods`` the
 import numpy as np
 
 from kerasrs import backend as backend_module
+from kerasrs import context
+
+_tracers_var = context.tracers  # kerasrs.graph is tracing: host reads and assigns are reported
 
 
 class Tensor:
@@ -43,13 +46,16 @@ class Tensor:
 
     def numpy(self):
         """A host NumPy array with the values (a copy on the GPU, a view on the CPU)."""
+        _host_read(self, ".numpy()")
         return self.backend.to_numpy(self.data)
 
     def item(self):
+        _host_read(self, ".item()")
         return self.data.item()
 
     def __array__(self, dtype=None, copy=None):
-        arr = self.numpy()
+        _host_read(self, "np.asarray()")
+        arr = self.backend.to_numpy(self.data)
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def __len__(self):
@@ -58,16 +64,25 @@ class Tensor:
         return self.data.shape[0]
 
     def __float__(self):
+        _host_read(self, "float()")
         return float(self.data)
 
     def __int__(self):
+        _host_read(self, "int()")
         return int(self.data)
 
     def __bool__(self):
+        _host_read(self, "bool()")
         return bool(self.data)
 
+    def _report_host_read(self, how):
+        """Tell a graph tracer that this value is read on the host (``how`` describes it)."""
+        _host_read(self, how)
+
     def __repr__(self):
-        return f"<Tensor shape={self.shape} dtype={self.dtype.name}\n{self.numpy()!r}>"
+        _host_read(self, "repr()")
+        return f"<Tensor shape={self.shape} dtype={self.dtype.name}\n" \
+               f"{self.backend.to_numpy(self.data)!r}>"
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -111,6 +126,12 @@ class Variable(Tensor):
         self.name = name or "variable"
         self.path = self.name
 
+    def numpy(self):
+        """A host NumPy copy of the values: a snapshot that later updates (optimizers assign
+        in place) do not change, as a Keras variable's ``numpy()``."""
+        data = self.data
+        return data.copy() if isinstance(data, np.ndarray) else self.backend.to_numpy(data)
+
     def assign(self, value):
         """Overwrite the values in place (the shape and dtype stay). Returns self.
 
@@ -118,6 +139,8 @@ class Variable(Tensor):
             TypeError: for a value that is not numeric (a str, None, ...).
             ValueError: for a value whose shape is neither the variable's nor ``()``.
         """
+        if _tracers_var.get():  # kerasrs.graph is tracing: a graph update, no change now
+            return _traced_assign(self, value, "assign")
         value = getattr(value, "data", value)
         array = self._numeric("assign", value)
         if tuple(array.shape) not in (self.shape, ()):
@@ -169,11 +192,15 @@ class Variable(Tensor):
 
     def assign_add(self, delta):
         """Add ``delta`` (this shape, or broadcastable to it) in place. Returns self."""
+        if _tracers_var.get():
+            return _traced_assign(self, delta, "assign_add")
         self.data += self._operand("assign_add", delta)
         return self
 
     def assign_sub(self, delta):
         """Subtract ``delta`` (this shape, or broadcastable to it) in place. Returns self."""
+        if _tracers_var.get():
+            return _traced_assign(self, delta, "assign_sub")
         self.data -= self._operand("assign_sub", delta)
         return self
 
@@ -195,6 +222,23 @@ class Variable(Tensor):
     def __repr__(self):
         return (f"<Variable path={self.path} shape={self.shape} dtype={self.dtype.name} "
                 f"trainable={self.trainable}>")
+
+
+def _host_read(tensor, how):
+    """Tell the graph tracers (if any) that ``tensor``'s value is read on the host."""
+    tracers = _tracers_var.get()
+    if tracers:
+        for tracer in tracers:
+            tracer.host_read(tensor, how)
+
+
+def _traced_assign(variable, value, how):
+    """``variable.assign``/``assign_add``/``assign_sub`` while a graph tracer records: the
+    innermost tracer makes it a graph update (`kerasrs.graph.tracing.Tracer.assign_variable`)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        variable._numeric(how, value)  # raises the usual TypeError
+    _tracers_var.get()[-1].assign_variable(variable, value, how)
+    return variable
 
 
 def _to_array(x, be, dtype=None):

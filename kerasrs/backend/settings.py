@@ -10,6 +10,7 @@ _state = {
     "unsafe_deserialization": False,
     "max_epochs": None,
     "max_steps_per_epoch": None,
+    "auto_jit_compile": False,
 }
 
 
@@ -80,6 +81,22 @@ def disable_flash_attention():
 
 def is_flash_attention_enabled():
     return _state["flash_attention"]
+
+
+def enable_auto_jit_compile():
+    """Make ``compile(jit_compile="auto")`` (the default) trace and replay the training steps,
+    falling back to eager steps, with a warning, where a graph cannot capture them. Off by
+    default: "auto" then runs eagerly, as Keras's torch backend resolves it, so results never
+    change unasked (see `kerasrs.trainers.jit`)."""
+    _state["auto_jit_compile"] = True
+
+
+def disable_auto_jit_compile():
+    _state["auto_jit_compile"] = False
+
+
+def is_auto_jit_compile_enabled():
+    return _state["auto_jit_compile"]
 
 
 def enable_unsafe_deserialization():

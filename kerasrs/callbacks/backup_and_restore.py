@@ -30,7 +30,8 @@ class BackupAndRestore(Callback):
 
     Raises:
         ValueError: for an empty ``backup_dir`` or a bad ``save_freq``; at the start of
-            ``fit``, for an unbuilt model.
+            ``fit``, for an unbuilt model or a damaged ``training_metadata.json`` (naming the
+            file and the backup folder).
     """
 
     def __init__(self, backup_dir, save_freq="epoch", double_checkpoint=False,
@@ -48,7 +49,8 @@ class BackupAndRestore(Callback):
         self.delete_checkpoint = delete_checkpoint
         self._weights_path = os.path.join(self.backup_dir, "latest.weights.h5")
         self._metadata_path = os.path.join(self.backup_dir, "training_metadata.json")
-        self._current_epoch = self._last_batch = self._batches_since_save = 0
+        # the batch-saving state, under Keras's names
+        self._current_epoch = self._last_batch_seen = self._batches_seen_since_last_saving = 0
         self._finished = False
 
     # -- hooks ----------------------------------------------------------------------------------
@@ -68,17 +70,24 @@ class BackupAndRestore(Callback):
         self._current_epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.save_freq == "epoch":
-            return
-        self._batches_since_save += batch + 1 if batch <= self._last_batch else \
-            batch - self._last_batch
-        self._last_batch = batch
-        if self._batches_since_save >= self.save_freq:
-            self._batches_since_save = 0
+        if self._should_save_on_batch(batch):
             self._save(self._current_epoch, batch)
 
+    def _should_save_on_batch(self, batch):
+        """Count the batches since the last save (a batch index not above the last one seen
+        starts a new epoch); True, and the count restarts, every ``save_freq`` batches."""
+        if self.save_freq == "epoch":
+            return False
+        seen = self._last_batch_seen
+        self._batches_seen_since_last_saving += batch + 1 if batch <= seen else batch - seen
+        self._last_batch_seen = batch
+        if self._batches_seen_since_last_saving < self.save_freq:
+            return False
+        self._batches_seen_since_last_saving = 0
+        return True
+
     def on_epoch_end(self, epoch, logs=None):
-        self._current_epoch, self._last_batch = epoch + 1, 0
+        self._current_epoch, self._last_batch_seen = epoch + 1, 0
         if self.save_freq == "epoch":
             self._save(epoch + 1, 0)
         self._finished = epoch + 1 >= self.params.get("epochs", epoch + 1)
@@ -98,14 +107,34 @@ class BackupAndRestore(Callback):
             raise ValueError("BackupAndRestore: the model must be built before fit() (give it "
                              "an Input or call it on a batch). Received: an unbuilt model "
                              f"{getattr(model, 'name', model)!r}")
+        epoch = self._read_epoch() if os.path.exists(self._metadata_path) else None
         if os.path.exists(self._weights_path):
             optimizer = getattr(model, "optimizer", None)
             if optimizer is not None and not optimizer.built:
                 optimizer.build(model.trainable_weights)
             model.load_weights(self._weights_path)
-        if os.path.exists(self._metadata_path):
+        if epoch is not None:
+            model._initial_epoch = epoch
+
+    def _read_epoch(self):
+        """The next epoch from ``training_metadata.json``.
+
+        Raises:
+            ValueError: for a damaged file, naming it and the backup folder.
+        """
+        try:
             with open(self._metadata_path, encoding="utf-8") as f:
-                model._initial_epoch = int(json.load(f)["epoch"])
+                epoch = json.load(f)["epoch"]
+            if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+                raise ValueError(f"'epoch' is {epoch!r}, not an epoch number")
+            return epoch
+        except (ValueError, KeyError, TypeError) as e:  # bad JSON or UTF-8, wrong fields
+            detail = "no 'epoch' entry" if isinstance(e, KeyError) else str(e)
+            raise ValueError(
+                f"BackupAndRestore: the backup's {self._metadata_path!r} is damaged ({detail}), "
+                f"so training cannot resume from the backup folder {self.backup_dir!r}. Delete "
+                "that folder to start training afresh. Received: file content that is not "
+                '{"epoch": <int>, "batch": <int>}') from e
 
     def _writes(self):
         """False on the processes of a data-parallel fit other than rank 0: they all restore

@@ -59,14 +59,17 @@ class CallbackList(Callback):
 
 
 def _make_hook(name):
-    # every callback gets ``logs`` (None when there are none), positionally, as Keras passes it,
-    # so a hook written as ``lambda logs: ...`` or ``lambda epoch, logs: ...`` works
+    # every callback gets ``logs`` positionally, as Keras passes it, so a hook written as
+    # ``lambda logs: ...`` or ``lambda epoch, logs: ...`` works; and always a dict (``{}`` when
+    # there are no logs yet, a new one per call), so ``logs.keys()`` works at every hook
     if "batch" in name or "epoch" in name:
         def hook(self, index, logs=None):
+            logs = {} if logs is None else logs
             for cb in self.callbacks:
                 getattr(cb, name)(index, logs)
     else:
         def hook(self, logs=None):
+            logs = {} if logs is None else logs
             for cb in self.callbacks:
                 getattr(cb, name)(logs)
 

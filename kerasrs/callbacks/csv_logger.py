@@ -22,9 +22,14 @@ class CSVLogger(Callback):
         filename: path of the CSV file.
         separator: the field separator. Defaults to ",".
         append: add to an existing file (without a second header) instead of overwriting it.
+            The rows must fit the file's header: if the file's columns differ from this
+            run's (its separator may differ), the first epoch's end raises (before writing anything) rather than leaving
+            a malformed CSV; log to a new file or pass ``append=False``.
 
     Raises:
         TypeError: for a ``separator`` that is not one character.
+        ValueError: with ``append=True``, at the end of the first epoch, when the existing
+            file's header names other columns than this run's logs (naming both).
     """
 
     def __init__(self, filename, separator=",", append=False):
@@ -35,13 +40,14 @@ class CSVLogger(Callback):
         self.filename, self.sep, self.append = os.fspath(filename), separator, append
         self.keys = self.writer = self.csv_file = None
         self.append_header = True
+        self._existing_header = None
 
     def on_train_begin(self, logs=None):
+        self._existing_header = None
         if self.append and os.path.exists(self.filename):
-            with open(self.filename, encoding="utf-8") as f:
-                self.append_header = not f.readline()
-        else:
-            self.append_header = True
+            with open(self.filename, encoding="utf-8", newline="") as f:
+                self._existing_header = _columns(f.readline().rstrip("\r\n"), self.sep)
+        self.append_header = not self._existing_header
         self._close()
         self.csv_file = open(self.filename, "a" if self.append else "w", newline="",
                              encoding="utf-8")
@@ -54,11 +60,22 @@ class CSVLogger(Callback):
             if self.keys and not any(k.startswith("val_") for k in self.keys):
                 self.keys += [f"val_{k}" for k in self.keys]
         if self.writer is None:
+            self._check_header()
             self.writer = csv.writer(self.csv_file, delimiter=self.sep)
             if self.append_header:
                 self.writer.writerow(["epoch", *self.keys])
         self.writer.writerow([epoch, *(_cell(logs.get(k, "NA")) for k in self.keys)])
         self.csv_file.flush()
+
+    def _check_header(self):
+        header = ["epoch", *self.keys]
+        if self._existing_header and self._existing_header != header:
+            self._close()
+            raise ValueError(
+                f"CSVLogger: cannot append to {self.filename!r}: its header has the columns "
+                f"{self._existing_header}, but this run logs {header}, so the rows would not "
+                "fit their columns. Log to a new file or pass append=False to overwrite it. "
+                f"Received: filename={self.filename!r}, append=True")
 
     def on_train_end(self, logs=None):
         self._close()
@@ -67,6 +84,18 @@ class CSVLogger(Callback):
         if self.csv_file is not None and not self.csv_file.closed:
             self.csv_file.close()
         self.writer = None
+
+
+def _columns(line, sep):
+    """The column names of a header line, split by ``sep`` or else the first common separator
+    that splits it (an earlier run may have used another one, which Keras appends to as well)."""
+    if not line:
+        return None
+    for delimiter in dict.fromkeys((sep, ",", ";", "\t", "|")):
+        fields = next(csv.reader([line], delimiter=delimiter))
+        if len(fields) > 1:
+            return fields
+    return [line]
 
 
 def _cell(value):

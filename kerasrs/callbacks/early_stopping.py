@@ -1,6 +1,6 @@
 """`EarlyStopping`: stop ``fit`` when a monitored value has stopped improving."""
 
-from kerasrs.callbacks.monitor_callback import MonitorCallback, check_count
+from kerasrs.callbacks.monitor_callback import MonitorCallback, check_count, check_number
 
 __all__ = ["EarlyStopping"]
 
@@ -31,13 +31,16 @@ class EarlyStopping(MonitorCallback):
         best: the best value; best_weights: the weights saved then (with restore_best_weights).
 
     Raises:
-        ValueError: for an unknown ``mode``, or ``patience``/``start_from_epoch`` that is not
-            an int >= 0.
+        ValueError: for an unknown ``mode``, a ``monitor`` that is not a non-empty string,
+            ``min_delta``/``baseline`` that is not a finite number (or None for ``baseline``),
+            or ``patience``/``start_from_epoch`` that is not an int >= 0.
     """
 
     def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto",
                  baseline=None, restore_best_weights=False, start_from_epoch=0):
         super().__init__(monitor, mode, min_delta=min_delta)
+        if baseline is not None:
+            check_number("EarlyStopping", baseline=baseline)
         check_count("EarlyStopping", patience=patience, start_from_epoch=start_from_epoch)
         self.patience, self.verbose, self.baseline = patience, verbose, baseline
         self.restore_best_weights = restore_best_weights
@@ -51,8 +54,6 @@ class EarlyStopping(MonitorCallback):
         self.best_weights = None
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.monitor_op is None:
-            self._set_monitor_op()
         current = self.get_monitor_value(logs)
         if current is None or epoch < self.start_from_epoch:
             return

@@ -2,6 +2,8 @@
 ReduceLROnPlateau): the direction from ``mode``, ``min_delta``, and a warning when the value is
 missing."""
 
+import difflib
+import math
 import numbers
 import warnings
 
@@ -22,15 +24,23 @@ class MonitorCallback(Callback):
         min_delta: a change smaller than this (in absolute value) is no improvement.
 
     Raises:
-        ValueError: for a ``mode`` other than "auto", "min" or "max"; in "auto" mode, at the
-            first check, for a name whose direction cannot be told.
+        ValueError: for a ``mode`` other than "auto", "min" or "max", a ``monitor`` that is not
+            a non-empty string, a ``min_delta`` or ``baseline`` that is not a finite number; in
+            "auto" mode, at the first check, for a name whose direction cannot be told.
     """
 
     def __init__(self, monitor="val_loss", mode="auto", baseline=None, min_delta=0):
         super().__init__()
+        owner = type(self).__name__
         if mode not in ("auto", "min", "max"):
-            raise ValueError(f"{type(self).__name__}: mode must be 'auto', 'min' or 'max'. "
+            raise ValueError(f"{owner}: mode must be 'auto', 'min' or 'max'. "
                              f"Received: mode={mode!r}")
+        if not isinstance(monitor, str) or not monitor:
+            raise ValueError(f"{owner}: `monitor` must be the name of a logged value, such as "
+                             f"'val_loss' or 'val_accuracy'. Received: monitor={monitor!r}")
+        check_number(owner, min_delta=min_delta)
+        if baseline is not None:
+            check_number(owner, baseline=baseline)
         self.monitor, self.mode = monitor, mode
         self.best = baseline
         self.min_delta = abs(min_delta)
@@ -56,13 +66,19 @@ class MonitorCallback(Callback):
 
     def get_monitor_value(self, logs):
         """``logs[monitor]`` as a float, or None with a warning that lists the available keys
-        (callers look once per epoch, so it warns at most once per epoch)."""
+        (callers look once per epoch, so it warns at most once per epoch). The direction
+        (`monitor_op`) is set at the first value found, so a misspelt name gets this warning
+        rather than an error about its direction."""
         value = (logs or {}).get(self.monitor)
         if value is None:
+            close = difflib.get_close_matches(self.monitor, list(logs or {}), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
             warnings.warn(f"{type(self).__name__}: the monitored value {self.monitor!r} is not "
-                          f"in the logs, so this epoch is skipped. Available: "
+                          f"in the logs, so this epoch is skipped.{hint} Available: "
                           f"{sorted(logs or {})}", stacklevel=3)
             return None
+        if self.monitor_op is None:
+            self._set_monitor_op()
         return float(value)
 
 
@@ -76,6 +92,19 @@ def check_count(owner, **counts):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{owner}: `{name}` must be an int >= 0 (a number of epochs). "
                              f"Received: {name}={value!r}")
+
+
+def check_number(owner, **numbers_):
+    """Raise unless each named value is a finite real number.
+
+    Raises:
+        ValueError: naming ``owner``, the argument and its value.
+    """
+    for name, value in numbers_.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+                not math.isfinite(value):
+            raise ValueError(f"{owner}: `{name}` must be a finite number. Received: "
+                             f"{name}={value!r}")
 
 
 def _less(a, b):

@@ -61,8 +61,6 @@ class ReduceLROnPlateau(MonitorCallback):
         return self.cooldown_counter > 0
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.monitor_op is None:
-            self._set_monitor_op()
         logs = logs if logs is not None else {}
         logs["learning_rate"] = current_learning_rate(self.model.optimizer)
         current = self.get_monitor_value(logs)

@@ -35,7 +35,9 @@ class DataParallel:
     gradients are summed with NCCL (``cupy.cuda.nccl``; MPI hands out the NCCL id).
 
     Launch with ``mpiexec -n N python -m mpi4py train.py`` (``-m mpi4py`` makes an error on one
-    process end the whole job instead of leaving the others waiting; ``pip install
+    process end the whole job instead of leaving the others waiting; without it, an exception
+    that ends one process calls ``MPI Abort`` from ``sys.excepthook``, installed when a
+    distribution of several processes is made, to the same effect; ``pip install
     "kerasrs[mpi]"`` brings mpi4py and the ``mpich`` wheel with its ``mpiexec``). On the CuPy
     backend make the distribution before building the model, so that its weights land on the
     process's GPU. Each process sizes its thread pools to its share of the node's cores when
@@ -96,6 +98,8 @@ class DataParallel:
         self._mpi = mpi.load_mpi()
         self.comm = self._mpi.COMM_WORLD if comm is None else comm
         mpi.check_launcher(self.comm.Get_size())
+        if self.comm.Get_size() > 1:
+            mpi.abort_on_uncaught_exception(self.comm)
         self.threads = threads.configure(self.comm, self._mpi, threads_per_process)
         self.num_processes, self.process_id = self.comm.Get_size(), self.comm.Get_rank()
         self.devices = list(devices) if devices is not None else _device_names(

@@ -4,6 +4,7 @@
 """
 
 import os
+import sys
 
 # Environment variables through which launchers announce the job size: MPICH/Hydra and Intel MPI
 # (PMI_SIZE), Open MPI (OMPI_COMM_WORLD_SIZE), MVAPICH (MV2_COMM_WORLD_SIZE).
@@ -61,3 +62,28 @@ def check_launcher(comm_size, environ=None):
             "`mpiexec` installed next to mpi4py's library (for the `mpich` wheel: the one in "
             "your environment's bin/), or point mpi4py at the launcher's MPI "
             f"(MPI4PY_LIBMPI). Received: world size {comm_size}, launcher size {expected}")
+
+
+def abort_on_uncaught_exception(comm):
+    """Make an exception that ends this process abort the whole job (``comm.Abort``).
+
+    Without it, the other processes wait forever in their next collective for the one that
+    died. ``python -m mpi4py`` does the same for a script it runs; this hook covers a job
+    started without it. The traceback is printed first (by the hook that was there before,
+    which stays in charge of printing). Installed once, when a `DataParallel` of more than one
+    process is made.
+    """
+    previous = sys.excepthook
+    if getattr(previous, "kerasrs_aborts_mpi", False):
+        return
+
+    def hook(kind, value, traceback):
+        try:
+            previous(kind, value, traceback)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+        finally:
+            comm.Abort(1)
+
+    hook.kerasrs_aborts_mpi = True
+    sys.excepthook = hook

@@ -27,9 +27,10 @@ from kerasrs.graph.passes import (cse, fold_constants, optimize, remove_dead,  #
 from kerasrs.graph.program import Program, compile  # noqa: F401,A004
 from kerasrs.graph.registry import OpDef, register_op  # noqa: F401
 from kerasrs.graph.text import parse  # noqa: F401
-from kerasrs.graph.tracing import (TraceError, already_computed, assign, constant,  # noqa: F401
-                                   grad, trace)
-from kerasrs.graph.train_step import trace_train_step  # noqa: F401
+from kerasrs.graph.tracing import (TraceError, Tracer, already_computed, assign,  # noqa: F401
+                                   constant, grad, trace)
+from kerasrs.graph.train_step import (UpdateRule, hyper_feeds, register_update_rule,  # noqa: F401
+                                      trace_train_step)
 
 
 builtin_ops.register_all()

@@ -16,12 +16,13 @@ the way `GradientTape.gradient` walks its records:
    in the tape's order;
 4. a source the target does not depend on gets ``zeros_like(source)``.
 
-Gradients are first order, as on the tape: ``vjp`` and ``pick`` nodes are constants for a later
+Gradients are first order, as on the tape: ``vjp``, ``pick`` and ``saved`` nodes, and ops
+registered as not differentiable (comparisons, argmax, dropout masks), are constants for a
 differentiation.
 """
 
 from kerasrs.graph import passes, registry
-from kerasrs.graph.ir import LEAVES, Builder
+from kerasrs.graph.ir import LEAVES, STRUCTURAL, Builder
 
 
 def differentiate(graph):
@@ -95,11 +96,16 @@ def _depends_on(graph, sources, last):
     reach = set(sources)
     for i in range(min(sources, default=last + 1), last + 1):
         node = graph.nodes[i]
-        if i in reach or node.op in ("vjp", "pick", "gradient") or node.op in LEAVES:
+        if i in reach or node.op in ("vjp", "pick", "gradient", "saved") or \
+                node.op in LEAVES or not _differentiable(node):
             continue
         if any(j in reach for j in node.inputs):
             reach.add(i)
     return reach
+
+
+def _differentiable(node):
+    return node.op in STRUCTURAL or registry.get(node.op).differentiable
 
 
 def _accumulate(builder, grads, nodes, j, g):

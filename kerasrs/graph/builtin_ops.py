@@ -10,10 +10,12 @@ import inspect
 
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function
-from kerasrs.graph.registry import OpDef, _BY_CLASS, _OPS, register_op
+from kerasrs.autodiff import function as autodiff_function
+from kerasrs.graph.registry import OpDef, _BY_CLASS, _OPS, plain, register_op
 from kerasrs import ops
-from kerasrs.ops import (activations, core, crossentropy, layout, normalization, projection,
-                         reduction, stacking)
+from kerasrs.ops import (activations, attention, convolution, core, creation, crossentropy,
+                         gated_recurrence, layout, normalization, pooling, projection,
+                         recurrence, reduction, stacking)
 from kerasrs.ops import math as ops_math
 
 # Fusion templates (see kerasrs.graph.fusion): operands {0}, {1}; functions resolved per target.
@@ -52,6 +54,8 @@ def register_all():
     _register_math()
     _register_layout_and_reductions()
     _register_nn()
+    _register_no_gradient()
+    _register_layers()
     _op("ones_like", OnesLike)
     _op("zeros_like", ZerosLike)
 
@@ -118,7 +122,83 @@ def _register_nn():
         data=("labels",))
     _op("projection", projection._Projection, attrs=("n_in", "activation"))
     _op("packed_projection", projection._PackedProjection, attrs=("n", "n_in", "activation"))
-    _op("layer_norm", normalization.FusedLayerNorm, attrs=("param_shape", "epsilon"))
+    _op("layer_norm", normalization.FusedLayerNorm, attrs=("gamma_shape", "epsilon"),
+        make=lambda attrs, data: normalization.FusedLayerNorm(attrs["gamma_shape"],
+                                                              attrs["epsilon"]))
+
+
+def _register_no_gradient():
+    """The ops of ``kerasrs.ops.core.NO_GRADIENT_OPS`` (comparisons, argmax, rounding...): one
+    `NoGradient` class, one graph op per name; nothing flows back through them."""
+    for name in sorted(core.NO_GRADIENT_OPS):
+        _op(name, core.NoGradient, select=_named(name), differentiable=False,
+            attrs_of=lambda fn: {k: plain(v) for k, v in fn.params.items()},
+            make=lambda attrs, data, n=name: core.NoGradient(n, **attrs))
+    _op("dropout_mask", creation.DropoutMask, attrs=("shape", "rate", "dtype", "seed"),
+        pure=False, differentiable=False)
+    _op("autocast", autodiff_function._AutocastCast, attrs=("dtype", "source_dtype"),
+        make=_autocast_make)
+
+
+def _register_layers():
+    """The fused ops behind the layers: convolution, pooling, recurrences, attention, batch
+    normalization (its batch statistics are ``saved`` for the moving averages)."""
+    _op("conv", convolution.Conv, attrs_of=_with_geometry("groups", "channels_first",
+                                                         "activation"),
+        make=lambda attrs, data: convolution.Conv(_geometry(attrs["geometry"]), attrs["groups"],
+                                                  attrs["channels_first"], attrs["activation"]))
+    _op("conv_transpose", convolution.ConvTranspose,
+        attrs_of=_with_geometry("out_spatial", "crop", "channels_first"),
+        make=lambda attrs, data: convolution.ConvTranspose(
+            _geometry(attrs["geometry"]), attrs["out_spatial"], attrs["crop"],
+            attrs["channels_first"]))
+    for name, cls in (("max_pool", pooling.MaxPool), ("average_pool", pooling.AveragePool)):
+        _op(name, cls, attrs_of=_with_geometry("channels_first"),
+            make=lambda attrs, data, cls=cls: cls(_geometry(attrs["geometry"]),
+                                                  attrs["channels_first"]))
+    rnn = ("units", "activations", "use_bias", "go_backwards", "return_sequences",
+           "return_state", "zero_output")
+    _op("simple_rnn", recurrence.SimpleRNNRecurrence, attrs=rnn, data=("mask", "rmask"))
+    _op("lstm", gated_recurrence.LSTMRecurrence, attrs=rnn, data=("mask", "rmask"))
+    _op("gru", gated_recurrence.GRURecurrence, attrs=rnn + ("reset_after",),
+        data=("mask", "rmask"))
+    _op("gru_reset_after", gated_recurrence.GRUResetAfterRecurrence, attrs=rnn,
+        data=("mask", "rmask"))
+    _op("attention", attention._Attention, attrs=("scale", "split"), data=("mask", "keep"))
+    _op("batch_norm", normalization.FusedBatchNorm, attrs=("axis", "epsilon"),
+        saved=("mean", "var"))
+
+
+def _autocast_make(attrs, data):
+    fn = autodiff_function._AutocastCast()
+    fn.dtype = backend_module.standardize_dtype(attrs["dtype"])
+    fn.source_dtype = backend_module.standardize_dtype(attrs["source_dtype"])
+    return fn
+
+
+# -- sliding windows: a Geometry as a tuple of its sizes -------------------------------------------
+_GEOMETRY = ("in_shape", "window", "strides", "dilation", "out", "before", "after")
+
+
+def _with_geometry(*names):
+    """``attrs_of`` for a Function with a ``geometry``: its sizes plus ``names``."""
+    def attrs_of(fn):
+        attrs = {name: plain(getattr(fn, name)) for name in names}
+        attrs["geometry"] = tuple(tuple(int(n) for n in getattr(fn.geometry, field))
+                                  for field in _GEOMETRY)
+        return attrs
+
+    return attrs_of
+
+
+def _geometry(sizes):
+    """The `kerasrs.ops.convolution.Geometry` with these sizes (no argument checks: it was
+    checked when traced)."""
+    geo = convolution.Geometry.__new__(convolution.Geometry)
+    geo.__dict__.update(zip(_GEOMETRY, (tuple(s) for s in sizes)))
+    geo.padded = tuple(n + b + a for n, b, a in zip(geo.in_shape[1:-1], geo.before, geo.after))
+    geo.out_shape = (geo.in_shape[0], *geo.out)
+    return geo
 
 
 def _op(name, function, fresh=True, **kwargs):

@@ -16,6 +16,9 @@ nodes, so the tuple is a topological order and every pass is one sweep from the 
 - ``vjp`` and ``pick``: made by differentiation: ``vjp(F, gy)`` runs the `Function.backward` of
   the op node ``F`` (the instance that ran ``F``'s forward in the same run) and gives one
   gradient per input of ``F`` (None where ``attrs["needs"]`` is False); ``pick`` takes one;
+- ``saved``: ``inputs = (F,)``: the array ``attrs["attr"]`` that the instance running op node
+  ``F`` computed on the side (its registry entry lists it in ``saved``: the batch statistics of
+  ``FusedBatchNorm``); a constant for differentiation;
 - any other string: an op from `kerasrs.graph.registry`.
 """
 
@@ -26,7 +29,8 @@ import numpy as np
 from kerasrs.graph import registry
 
 LEAVES = ("input", "parameter", "constant")
-STRUCTURAL = LEAVES + ("gradient", "assert_computed", "vjp", "pick")
+STRUCTURAL = LEAVES + ("gradient", "assert_computed", "vjp", "pick", "saved")
+FUNCTION_USERS = ("vjp", "saved")  # nodes that use the Function instance of their first input
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,7 @@ import numpy as np
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import convert_to_tensor, no_grad
 from kerasrs.graph import registry
-from kerasrs.graph.ir import STRUCTURAL, Builder, type_of
+from kerasrs.graph.ir import FUNCTION_USERS, STRUCTURAL, Builder, type_of
 
 MAX_FOLDED = 1 << 16  # larger results stay computed (a folded constant is stored in the graph)
 
@@ -40,8 +40,11 @@ def _rebuild(graph, builder, visit):
 
 
 def remove_dead(graph):
-    """Drop the nodes that no output or update needs (inputs are kept)."""
-    live = set(graph.roots()) | set(graph.input_ids().values())
+    """Drop the nodes that no output or update needs (inputs, and parameters that are updated,
+    are kept)."""
+    params = graph.parameter_ids()
+    live = set(graph.roots()) | set(graph.input_ids().values()) | \
+        {params[name] for name in graph.updates}
     for i in range(len(graph.nodes) - 1, -1, -1):
         if i in live:
             live.update(graph.nodes[i].inputs)
@@ -57,7 +60,7 @@ def fold_constants(graph):
     """Replace each pure op with constant inputs (and whose Function no ``vjp`` needs) by the
     constant it computes, if that has at most `MAX_FOLDED` elements."""
     builder = Builder()
-    stateful = {n.inputs[0] for n in graph.nodes if n.op == "vjp"}
+    stateful = {n.inputs[0] for n in graph.nodes if n.op in FUNCTION_USERS}
 
     def visit(i, node, remap):
         inputs = [builder.nodes[remap[j]] for j in node.inputs]

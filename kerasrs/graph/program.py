@@ -22,7 +22,7 @@ import numpy as np
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Tensor, no_grad, sum_to
 from kerasrs.graph import backward, fusion, passes, registry
-from kerasrs.graph.ir import STRUCTURAL, type_of
+from kerasrs.graph.ir import FUNCTION_USERS, STRUCTURAL, type_of
 
 END = float("inf")  # the position of reads after the last step (outputs, updates)
 
@@ -159,10 +159,10 @@ class Plan:
     def __init__(self, graph, types, fuse):
         self.graph, self.types = graph, types
         nodes = graph.nodes
-        self.vjps = {}  # op node id -> ids of the vjp nodes that use its Function
+        self.fn_users = {}  # op node id -> ids of the vjp/saved nodes that use its Function
         for i, node in enumerate(nodes):
-            if node.op == "vjp":
-                self.vjps.setdefault(node.inputs[0], []).append(i)
+            if node.op in FUNCTION_USERS:
+                self.fn_users.setdefault(node.inputs[0], []).append(i)
         self.groups = self._fusion_groups() if fuse and types is not None else []
         self.position = list(range(len(nodes)))
         for group in self.groups:
@@ -184,7 +184,7 @@ class Plan:
             if node.op in STRUCTURAL:
                 continue
             definition = registry.get(node.op)
-            if fusion.fusible(i, node, types, definition, i in self.vjps):
+            if fusion.fusible(i, node, types, definition, i in self.fn_users):
                 candidates.add(i)
         return fusion.groups(graph, types, candidates, graph.roots())
 
@@ -212,7 +212,8 @@ class Plan:
                 mine |= roots[node.inputs[1]]
             elif node.op == "assert_computed":
                 mine |= roots[node.inputs[0]]
-            elif node.op not in ("input", "parameter", "constant") and i not in fused and \
+            elif node.op not in ("input", "parameter", "constant", "saved") and \
+                    i not in fused and \
                     not registry.get(node.op).fresh:
                 for j in node.inputs:
                     mine |= roots[j]
@@ -325,7 +326,7 @@ class Plan:
         definition = registry.get(node.op)
         attrs = dict(node.attrs)
         inputs = node.inputs
-        keep = self.vjps.get(i)
+        keep = self.fn_users.get(i)
         split = len(inputs) - definition.n_data(attrs)
 
         def step(values, fns):
@@ -342,7 +343,7 @@ class Plan:
         needs = list(node.attrs["needs"])
         fit = self.types[i] if self.types is not None else None
         sources = self.graph.nodes[forward].inputs
-        last = self.vjps[forward][-1] == i
+        last = self.fn_users[forward][-1] == i
 
         def step(values, fns):
             fn = fns.pop(forward) if last else fns[forward]
@@ -355,6 +356,16 @@ class Plan:
                 type_of(values[j]) if need else None for j, need in zip(sources, needs)]
             values[i] = tuple(_fit(g, t, gy) if t is not None else None
                               for g, t in zip(gxs, targets))
+
+        return step
+
+    def _saved_step(self, i, node):
+        forward, attr = node.inputs[0], node.attrs["attr"]
+        last = self.fn_users[forward][-1] == i
+
+        def step(values, fns):
+            fn = fns.pop(forward) if last else fns[forward]
+            values[i] = getattr(fn, attr)
 
         return step
 
@@ -473,7 +484,8 @@ class Plan:
         return "\n".join(lines)
 
 
-_STEPS = {"vjp": Plan._vjp_step, "pick": Plan._pick_step, "input": Plan._leaf_step,
+_STEPS = {"vjp": Plan._vjp_step, "pick": Plan._pick_step, "saved": Plan._saved_step,
+          "input": Plan._leaf_step,
           "parameter": Plan._leaf_step, "constant": Plan._leaf_step}
 
 

@@ -19,7 +19,11 @@ a new op traceable, differentiable and serializable::
 
 Attribute values must be text-serializable (None, bools, ints, floats, strings, slices,
 Ellipsis and tuples of them). Arrays an op keeps from its constructor (the labels of
-``SparseSoftmaxCrossEntropy``) are *data*: listed in ``data``, they become extra node inputs.
+``SparseSoftmaxCrossEntropy``) are *data*: listed in ``data``, they become extra node inputs
+(a data attribute that is None, such as a recurrence without a mask, is listed in the node's
+``absent`` attribute instead). Arrays an op computes on the side and callers read afterwards
+(the batch statistics of ``FusedBatchNorm``) are *saved*: listed in ``saved``, each becomes a
+``saved`` node that later nodes may use.
 """
 
 import dataclasses
@@ -55,6 +59,10 @@ class OpDef:
             attributes, NumPy scalars and dtypes turned into Python values and names).
         custom_data: optional ``instance -> tuple of arrays`` instead of the ``data`` names.
         data_count: with ``custom_data``, ``attrs -> int``: how many data inputs a node has.
+        saved: names of instance attributes (arrays) computed by ``forward`` that other code
+            reads afterwards; each becomes a ``saved`` node (see `kerasrs.graph.ir`).
+        differentiable: False for ops without a gradient (comparisons, argmax, masks): no
+            ``vjp`` is made for them and nothing flows through them.
     """
 
     name: str
@@ -69,32 +77,49 @@ class OpDef:
     custom_attrs: object = None
     custom_data: object = None
     data_count: object = None
+    saved: tuple = ()
+    differentiable: bool = True
 
     def make(self, attrs, data=()):
         """A fresh instance of the op's Function, ready for ``apply``."""
         if self.custom_make is not None:
             return self.custom_make(attrs, tuple(data))
         fn = self.function.__new__(self.function)
+        attrs = dict(attrs)
+        absent = attrs.pop("absent", ())
         fn.__dict__.update(attrs)
-        for name, array in zip(self.data, data):
+        for name in absent:
+            setattr(fn, name, None)
+        for name, array in zip(self.data_names(absent), data):
             setattr(fn, name, array)
         return fn
 
     def attrs_of(self, fn):
-        """The attributes of a traced instance, as plain Python values."""
+        """The attributes of a traced instance, as plain Python values (plus ``absent``: the
+        data attributes that are None, if any)."""
         if self.custom_attrs is not None:
             return self.custom_attrs(fn)
-        return {name: plain(getattr(fn, name)) for name in self.attrs}
+        attrs = {name: plain(getattr(fn, name)) for name in self.attrs}
+        absent = tuple(name for name in self.data if getattr(fn, name) is None)
+        if absent:
+            attrs["absent"] = absent
+        return attrs
+
+    def data_names(self, absent=()):
+        """The names of the data attributes that are node inputs (``data`` less ``absent``)."""
+        return tuple(name for name in self.data if name not in absent)
 
     def data_of(self, fn):
-        """The data arrays of a traced instance (in ``data`` order)."""
+        """The data arrays of a traced instance (in ``data`` order, None ones left out)."""
         if self.custom_data is not None:
             return self.custom_data(fn)
-        return tuple(getattr(fn, name) for name in self.data)
+        return tuple(a for a in (getattr(fn, name) for name in self.data) if a is not None)
 
     def n_data(self, attrs):
         """How many of a node's inputs (the last ones) are data arrays."""
-        return self.data_count(attrs) if self.data_count is not None else len(self.data)
+        if self.data_count is not None:
+            return self.data_count(attrs)
+        return len(self.data) - len(attrs.get("absent", ()))
 
 
 def plain(value):
@@ -111,7 +136,7 @@ def plain(value):
 
 
 def register_op(name, function, attrs=(), data=(), elementwise=None, pure=True, fresh=False,
-                select=None, make=None, attrs_of=None):
+                select=None, make=None, attrs_of=None, saved=(), differentiable=True):
     """Register the `Function` subclass ``function`` as the graph op ``name``.
 
     Args:
@@ -120,8 +145,8 @@ def register_op(name, function, attrs=(), data=(), elementwise=None, pure=True, 
             the op's forward and gradient rule in graphs, as in eager code).
         attrs: tuple of instance attribute names that define the op.
         data: tuple of instance attribute names holding arrays that are graph inputs.
-        elementwise, pure, fresh, select, make, attrs_of: see `OpDef` (``make`` and
-            ``attrs_of`` are its ``custom_make`` and ``custom_attrs``).
+        elementwise, pure, fresh, select, make, attrs_of, saved, differentiable: see `OpDef`
+            (``make`` and ``attrs_of`` are its ``custom_make`` and ``custom_attrs``).
 
     Returns:
         The `OpDef`.
@@ -135,7 +160,8 @@ def register_op(name, function, attrs=(), data=(), elementwise=None, pure=True, 
         raise TypeError(f"register_op: `function` must be a kerasrs.autodiff.Function subclass. "
                         f"Received: function={function!r}")
     definition = OpDef(name, function, tuple(attrs), tuple(data), elementwise, pure, fresh,
-                       select, make, attrs_of)
+                       select, make, attrs_of, saved=tuple(saved),
+                       differentiable=differentiable)
     old = _OPS.get(name)
     if old is not None and old.function is not function:
         raise ValueError(f"register_op: the name {name!r} is taken by "

@@ -6,8 +6,19 @@ running the function once gives every node its exact shape and dtype and reuses 
 unchanged. `Function.apply` calls `Tracer.record` after each forward (the hook is the context
 variable `kerasrs.context.tracers`: per thread and per asyncio task, so another thread's ops are
 never recorded). The price: Python control flow on tensor values is frozen to the
-branch the example took, and a value computed outside any recorded op (a comparison, a host
-read) is baked in as a constant (with a warning naming it).
+branch the example took, and a value computed outside any recorded op is baked in as a
+constant. `trace` warns about both, naming them; a *strict* tracer (``Tracer(strict=True)``,
+what ``compile(jit_compile=True)`` uses) raises `TraceError` instead, at the first of:
+
+- an op whose `Function` is not registered (`kerasrs.graph.register_op`);
+- a host read of a traced value: ``bool()``, ``float()``, ``int()``, ``.item()``, ``.numpy()``
+  or ``np.asarray`` of a Tensor computed from inputs or variables (`Tensor` reports them);
+- an array argument that is neither a traced value, a view of one, nor a constant made by
+  `kerasrs.ops.core.constant` (creation ops, masks built in Python): a value computed on the
+  raw arrays;
+- a `Variable.assign` (``assign_add``, ``assign_sub``) of such a value. Assignments to
+  variables while tracing become graph updates (they apply after each run, together); the
+  traced run itself changes no variable.
 
 Inside the traced function, `grad` gives gradient tensors (real values now, ``gradient`` nodes
 in the graph), `assign` declares a parameter update, and `already_computed` marks a value that
@@ -25,12 +36,23 @@ from kerasrs import context
 from kerasrs.autodiff import GradientTape, Tensor, Variable, convert_to_tensor
 from kerasrs.graph import registry, text
 from kerasrs.graph.ir import Builder, type_of
+from kerasrs.ops import core, layout
+from kerasrs.ops import math as ops_math
 
 _KERASRS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class TraceError(RuntimeError):
-    """Something in the traced function cannot be captured in a graph (named in the message)."""
+    """Something in the traced function cannot be captured in a graph (named in the message).
+
+    Attributes:
+        what: a short name of the culprit (an op's name, ``"float() of add"``...), for one-line
+            warnings.
+    """
+
+    def __init__(self, message, what=None):
+        super().__init__(message)
+        self.what = what
 
 
 def trace(fn, *args, **kwargs):
@@ -51,22 +73,7 @@ def trace(fn, *args, **kwargs):
         TraceError: for an op that is not registered (`kerasrs.graph.register_op`), an
             attribute that cannot be written as text, or an `assign` of the wrong type.
     """
-    tracer = Tracer()
-    bound = inspect.signature(fn).bind(*args, **kwargs)
-    call_args = {}
-    for name, value in bound.arguments.items():
-        call_args[name] = tracer.argument(name, value)
-    token = context.tracers.set(context.tracers.get() + (tracer,))
-    try:
-        with GradientTape(persistent=True) as tape:
-            tape.watch([t for t in call_args.values() if isinstance(t, Tensor)])
-            tracer.tape = tape
-            call = _rebind(bound, call_args)
-            result = fn(*call.args, **call.kwargs)
-    finally:
-        context.tracers.reset(token)
-        tracer.tape = None
-    return tracer.finish(result)
+    return Tracer().trace(fn, *args, **kwargs)
 
 
 def _rebind(bound, values):
@@ -75,7 +82,7 @@ def _rebind(bound, values):
     return new
 
 
-def grad(target, sources, output_gradients=None):
+def grad(target, sources, output_gradients=None, unconnected_gradients="zero"):
     """Inside `trace`: gradients of ``target`` with respect to ``sources``, as ``gradient``
     nodes that later ops may use (``w - lr * grad(loss, w)``).
 
@@ -84,10 +91,12 @@ def grad(target, sources, output_gradients=None):
             gives the seed).
         sources: a Tensor/Variable or a list of them.
         output_gradients: optional seed with the shape of ``target``.
+        unconnected_gradients: "zero" (zeros for a source the target does not depend on) or
+            "none" (None for it, as `GradientTape.gradient` gives by default).
 
     Returns:
-        One Tensor or a list, each with its source's shape and dtype (zeros for a source the
-        target does not depend on). The values are the real gradients of this example.
+        One Tensor or a list, each with its source's shape and dtype. The values are the real
+        gradients of this example.
 
     Raises:
         RuntimeError: outside `trace`.
@@ -95,11 +104,14 @@ def grad(target, sources, output_gradients=None):
     tracer = _current("grad")
     flat = list(sources) if isinstance(sources, (list, tuple)) else [sources]
     values = tracer.tape.gradient(target, flat, output_gradients=output_gradients,
-                                  unconnected_gradients="zero")
+                                  unconnected_gradients=unconnected_gradients)
     target_id = tracer.node_of(target, "grad", 0)
     seed = () if output_gradients is None else (tracer.node_of(output_gradients, "grad", 2),)
     results = []
     for source, value in zip(flat, values):
+        if value is None:
+            results.append(None)
+            continue
         node = tracer.builder.add("gradient", (target_id, tracer.node_of(source, "grad", 1))
                                   + seed, type=type_of(value.data), site=_site())
         results.append(tracer.bind(value, node))
@@ -169,9 +181,15 @@ def _current(what):
 
 
 class Tracer:
-    """Records the ops of one traced call into a `Builder` (see the module docstring)."""
+    """Records the ops of one traced call into a `Builder` (see the module docstring).
 
-    def __init__(self):
+    Args:
+        strict: raise `TraceError` for what a graph cannot capture (host reads, values computed
+            outside recorded ops) instead of warning and baking them in.
+    """
+
+    def __init__(self, strict=False):
+        self.strict = strict
         self.builder = Builder()
         self.tape = None
         self.updates = {}    # parameter name -> node id of its new value
@@ -179,7 +197,36 @@ class Tracer:
         self.captured = []   # descriptions of Tensors baked in as constants
         self._tensors = {}   # id(tensor) -> (tensor, node id): the tensor keeps its id unique
         self._params = {}    # id(variable) -> node id
+        self._assigned = {}  # id(variable) -> node id of the value a Variable.assign gave it
         self._addresses = {}  # data address -> [(array, node id)], to find views of known values
+        self._declared = {}   # data address -> array made by kerasrs.ops.core.constant
+
+    def trace(self, fn, *args, **kwargs):
+        """`trace` with this tracer (see there)."""
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        call_args = {name: self.argument(name, value) for name, value in bound.arguments.items()}
+        call = _rebind(bound, call_args)
+        return self._run(lambda: fn(*call.args, **call.kwargs), call_args)
+
+    def trace_feeds(self, fn, feeds):
+        """Trace ``fn(tensors)``, where ``tensors`` maps each name of ``feeds`` (any string: the
+        input's name) to its example value as a traced input (arrays and Tensors; other values
+        are passed as they are). Returns the `Graph`."""
+        tensors = {name: self.argument(name, value) for name, value in feeds.items()}
+        return self._run(lambda: fn(tensors), tensors)
+
+    def _run(self, call, arguments):
+        token = context.tracers.set(context.tracers.get() + (self,))
+        try:
+            with GradientTape(persistent=True) as tape:
+                tape.watch([t for t in arguments.values()  # integer inputs get no gradient
+                            if isinstance(t, Tensor) and _differentiable(t)])
+                self.tape = tape
+                result = call()
+        finally:
+            context.tracers.reset(token)
+            self.tape = None
+        return self.finish(result)
 
     # -- leaves ------------------------------------------------------------------------------
     def argument(self, name, value):
@@ -228,10 +275,100 @@ class Tracer:
                                  f"input. At {site}")
         ids = [self.node_of(x, definition.name, i) for i, x in enumerate(inputs)]
         data = definition.data_of(fn)
-        names = definition.data or (None,) * len(data)  # getitem's index arrays: no names
+        names = definition.data_names(attrs.get("absent", ())) if definition.data else \
+            (None,) * len(data)  # getitem's index arrays: no names
         ids += [self.data_node(a, definition.name, name) for a, name in zip(data, names)]
         node = self.builder.add(definition.name, ids, attrs, type_of(out.data), site=site)
         self.bind(out, node)
+        for name in definition.saved:  # arrays the caller may read after the op
+            array = getattr(fn, name)
+            self._addresses.setdefault(_address(array), []).append(
+                (array, self.builder.add("saved", (node,), {"attr": name}, type_of(array),
+                                         site=site)))
+
+    # -- what a graph cannot hold ------------------------------------------------------------
+    def declare_constant(self, array):
+        """``array`` is a constant by construction (`kerasrs.ops.core.constant` calls this):
+        used as an op argument, it is baked in without a warning."""
+        self._declared[_address(array)] = array
+
+    def host_read(self, tensor, how):
+        """`Tensor` calls this when its value is read on the host (``how``: ``"float()"``...).
+        Reading a traced value (not a constant) or a variable freezes it: a warning, or
+        TraceError if strict."""
+        known = self._tensors.get(id(tensor))
+        if known is not None:
+            op = self.builder.nodes[known[1]].op
+            if op == "constant":
+                return
+            described, what = f"%{known[1]} ({op})", f"{how} of {op}"
+        elif isinstance(tensor, Variable):
+            described, what = f"variable {tensor.path!r}", f"{how} of {tensor.path}"
+        else:
+            return
+        self._problem(f"{how} of {described} at {_site()} reads a traced value on the host: "
+                      "Python control flow or a conversion on it would be frozen to this "
+                      "example's value", what)
+
+    def _problem(self, description, what):
+        """Something the graph cannot hold: TraceError if strict, else a warning at the end."""
+        if self.strict:
+            raise TraceError("kerasrs.graph.trace: cannot capture this in a graph: "
+                             f"{description}. Run this code eagerly (jit_compile=False), or "
+                             "keep the computation in kerasrs ops.", what)
+        self.captured.append(description)
+
+    def assign_variable(self, variable, value, how="assign"):
+        """``variable.assign(value)`` (``assign_add``, ``assign_sub``) while tracing: a graph
+        update of ``variable`` (cast to its dtype and broadcast to its shape as ``assign``
+        does), applied after each run; the variable itself is not changed now. As in eager
+        code, later ops of the traced function that read ``variable`` read the new value (and
+        a second assignment builds on it); `assign` (the graph's own) differs there. The value
+        must be traced (or a constant made by `kerasrs.ops.core.constant`, or a Python or
+        NumPy scalar)."""
+        node = self._update_node(value, how)
+        token = context.autocast.set(None)  # the update is in the variable's own dtype
+        try:
+            if how != "assign":
+                op = core.Add() if how == "assign_add" else core.Subtract()
+                value = op.apply(variable, self._tensor_of(value, node))
+                node = self.node_of(value, how, 1)
+            if self.builder.type(node).dtype != variable.dtype.name:
+                value = ops_math.Cast(variable.dtype).apply(self._tensor_of(value, node))
+                node = self.node_of(value, how, 1)
+            if self.builder.type(node).shape != variable.shape:
+                value = layout.BroadcastTo(variable.shape).apply(self._tensor_of(value, node))
+                node = self.node_of(value, how, 1)
+        finally:
+            context.autocast.reset(token)
+        self.updates[self.builder.nodes[self.parameter(variable)].name] = node
+        self._assigned[id(variable)] = node  # later reads see it, as eagerly
+
+    def _update_node(self, value, how):
+        """The node of an assigned value; a value computed outside recorded ops is a problem
+        (a new value computed on the raw arrays, as a moving average might be)."""
+        if isinstance(value, Tensor) and (id(value) in self._tensors or
+                                          isinstance(value, Variable)):
+            return self.node_of(value, how, 1)
+        if isinstance(value, (bool, int, float, np.generic)):
+            return self.node_of(value, how, 1)
+        array = value.data if isinstance(value, Tensor) else value
+        if hasattr(array, "shape") and hasattr(array, "dtype"):
+            node = self._view_of(array)
+            if node is not None:
+                return node
+            if self._declared.get(_address(array)) is not array:
+                self._problem(f"{how} of a value of shape {tuple(array.shape)} computed outside "
+                              f"recorded ops at {_site()}", f"{how} of a host value")
+            return self._constant(array)
+        return self.node_of(value, how, 1)
+
+    def _tensor_of(self, value, node):
+        if isinstance(value, Tensor) and id(value) in self._tensors:
+            return value
+        tensor = convert_to_tensor(value)
+        tensor = Tensor(tensor.data, backend=tensor.backend)
+        return self.bind(tensor, node)
 
     def node_of(self, x, op, index):
         """The node of an op argument: a known tensor, a parameter, a view of a known value,
@@ -241,10 +378,13 @@ class Tracer:
             if known is not None:
                 return known[1]
             if isinstance(x, Variable):
-                return self.parameter(x)
+                node = self._assigned.get(id(x))
+                return node if node is not None else self.parameter(x)
             node = self._view_of(x.data)
             if node is None:
-                self.captured.append(f"argument {index} of {op!r}, shape {x.shape} at {_site()}")
+                if self._declared.get(_address(x.data)) is not x.data:
+                    self.captured.append(f"argument {index} of {op!r}, shape {x.shape} at "
+                                         f"{_site()}")
                 node = self._constant(x.data)
             return node
         if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
@@ -259,10 +399,11 @@ class Tracer:
         constant, baked in with a warning when it is a named data attribute (labels change
         from batch to batch; getitem's index arrays are usually constants: no warning)."""
         node = self._view_of(array) if hasattr(array, "dtype") else None
-        if node is None and name is not None:
-            self.captured.append(f"data {name!r} of {op!r}, shape {tuple(np.shape(array))} "
-                                 f"(not a view of an input: convert it, e.g. labels to int64, "
-                                 f"before the traced function) at {_site()}")
+        if node is None and name is not None and \
+                self._declared.get(_address(array)) is not array:
+            self._problem(f"data {name!r} of {op!r}, shape {tuple(np.shape(array))} "
+                          f"(not a view of an input: convert it, e.g. labels to int64, "
+                          f"before the traced function) at {_site()}", f"data of {op}")
         return node if node is not None else self._constant(array)
 
     def _constant(self, array):
@@ -306,11 +447,17 @@ class Tracer:
                 raise TraceError(f"kerasrs.graph.trace: output names must be str. Received: "
                                  f"{name!r}")
             outputs[name] = self.node_of(value, "output", name)
-        if self.captured:
+        if self.captured and not self.strict:  # strict: the trainer checks by tracing again
             warnings.warn("kerasrs.graph.trace: values computed outside recorded ops were baked "
                           "in as constants (they will not change between runs): "
                           + "; ".join(self.captured), stacklevel=3)
         return self.builder.graph(outputs, self.updates, self.bindings)
+
+
+def _differentiable(tensor):
+    """Float, complex and bfloat16 tensors carry gradients (the tape's rule)."""
+    dtype = tensor.data.dtype
+    return dtype.kind in "fc" or dtype.name == "bfloat16"
 
 
 def _array_like(value):

@@ -55,7 +55,7 @@ class ReLU(Layer):
         self.max_value = _check_number(self.name, "max_value", max_value, allow_none=True)
         self.negative_slope = _check_number(self.name, "negative_slope", negative_slope)
         self.threshold = _check_number(self.name, "threshold", threshold)
-        self.built = True
+        self._build_at_init()
 
     def call(self, inputs):
         return activations.relu(inputs, negative_slope=self.negative_slope,
@@ -91,7 +91,7 @@ class LeakyReLU(Layer):
         super().__init__(**kwargs)
         self.negative_slope = _check_number(self.name, "negative_slope", negative_slope,
                                             subject="The {arg} value of a Leaky ReLU layer")
-        self.built = True
+        self._build_at_init()
 
     def call(self, inputs):
         return activations.leaky_relu(inputs, negative_slope=self.negative_slope)
@@ -187,7 +187,7 @@ class ELU(Layer):
         if not isinstance(alpha, numbers.Real) or isinstance(alpha, bool):
             raise ValueError(f"{self.name}: `alpha` must be a number. Received: alpha={alpha!r}")
         self.alpha = alpha
-        self.built = True
+        self._build_at_init()
 
     def call(self, inputs):
         return activations.elu(inputs, alpha=self.alpha)

@@ -32,13 +32,14 @@ import numpy as np
 
 from kerasrs import autodiff, constraints, context, dtype_policies, initializers
 from kerasrs import backend as backend_module
-from kerasrs import ops
+from kerasrs import ops, random
 from kerasrs.layers import naming, node
 from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
 from kerasrs.layers.layer_config import (dtype_policy_arg, get_regularizer, record_arguments,
                                          serialize_regularizer, shape_from_config,
                                          shape_to_config)
 from kerasrs.layers.node import _shape_of
+from kerasrs.quantizers import config as quantization_config
 
 _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (for from_config)
 
@@ -46,7 +47,7 @@ _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (f
 # per thread and asyncio task: predict in one thread cannot flip training in another
 _call_var, _autocast_var, _OUTSIDE = context.layer_call, context.autocast, context.OUTSIDE
 _outer_calls = [0]  # counts outermost layer calls: losses added during one carry its number
-_IGNORED_KWARGS = {"autocast", "quantization_config", "lora_alpha", "input_length"}
+_IGNORED_KWARGS = {"quantization_config", "lora_alpha", "input_length"}
 
 
 def _wrap_build(build):
@@ -59,16 +60,31 @@ def _wrap_build(build):
         self.__dict__["_in_build"] = True
         try:
             with naming.name_scope(self.name):
+                self.__dict__["_path"] = naming.variable_path("")[:-1]
                 result = build(self, *args, **kwargs)
         finally:
             self.__dict__["_in_build"] = False
         self.built = True
-        if args:
-            self._build_shapes = {"input_shape": shape_to_config(args[0])} if len(args) == 1 \
-                and not kwargs else None
+        if args or not kwargs:  # build() alone is recorded too, so a reload builds it again
+            self._build_shapes = {"input_shape": shape_to_config(args[0]) if args else None} \
+                if len(args) <= 1 and not kwargs else None
         return result
 
     wrapped._kerasrs_build = True
+    return wrapped
+
+
+def _wrap_quantize(quantize):
+    """Make ``quantize`` resolve its config and check the layer first (as Keras's wrapper):
+    ``quantize(mode)`` gets the mode's default config, ``quantize(config=...)`` its mode."""
+
+    @functools.wraps(quantize)
+    def wrapped(self, mode=None, type_check=True, config=None, **kwargs):
+        config = quantization_config.validate_and_resolve_config(mode, config)
+        self._check_quantize_args(config.mode, self.compute_dtype)
+        return quantize(self, mode=config.mode, type_check=type_check, config=config, **kwargs)
+
+    wrapped._kerasrs_quantize = True
     return wrapped
 
 
@@ -84,6 +100,8 @@ class Layer:
             config dict. Defaults to the global policy (`kerasrs.config.set_dtype_policy`) at
             creation, else ``floatx()``.
         activity_regularizer: regularizer applied to the output; its value joins `losses`.
+        autocast: bool (default True): cast float inputs to the compute dtype and, under a
+            mixed policy, read the variables in it; False leaves both as they are.
         input_shape / input_dim / batch_input_shape / batch_size: Keras's way to give the first
             layer of a `Sequential` model its input; the model turns it into an `InputLayer`.
 
@@ -106,9 +124,11 @@ class Layer:
             _LAYER_CLASSES[cls.__name__] = cls
         if "build" in cls.__dict__ and not getattr(cls.__dict__["build"], "_kerasrs_build", 0):
             cls.build = _wrap_build(cls.__dict__["build"])
+        if not getattr(cls.quantize, "_kerasrs_quantize", False):  # also from a mixin
+            cls.quantize = _wrap_quantize(cls.quantize)
 
     def __init__(self, name=None, trainable=True, dtype=None, activity_regularizer=None,
-                 **kwargs):
+                 autocast=True, **kwargs):
         shape = kwargs.pop("input_shape", None)
         input_dim = kwargs.pop("input_dim", None)
         batch_shape = kwargs.pop("batch_input_shape", None)
@@ -133,6 +153,7 @@ class Layer:
                              f"Received: name={self.name!r}")
         self._dtype = dtype_policy_arg(dtype, f"{type(self).__name__} {self.name!r}")
         self._trainable = bool(trainable)
+        self.autocast = bool(autocast)
         self.activity_regularizer = get_regularizer(activity_regularizer)
         self.built = False
         self.input_spec = None
@@ -140,6 +161,8 @@ class Layer:
         sig = inspect.signature(self.call).parameters
         self._call_has_training = "training" in sig
         self._call_has_mask = "mask" in sig
+        self._call_first_arg = next((n for n, p in sig.items() if p.kind in (
+            p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), "inputs")
 
     # -- attribute tracking: sublayers assigned as attributes are found by `_sublayers` --------
     def _sublayers(self):
@@ -161,36 +184,85 @@ class Layer:
                 found.append(layer)
         return found
 
-    def _flatten_layers(self, include_self=True):
-        """This layer and every sublayer, depth first, each once."""
-        out, seen, stack = [], set(), [self]
+    def _flatten_layers(self, include_self=True, recursive=True):
+        """This layer (with ``include_self``) and its sublayers, each once: with ``recursive``
+        all of them depth first, else only the direct ones (Keras's signature)."""
+        out, seen, stack = [self] if include_self else [], {id(self)}, self._sublayers()
         while stack:
             layer = stack.pop(0)
             if id(layer) in seen:
                 continue
             seen.add(id(layer))
-            if include_self or layer is not self:
-                out.append(layer)
-            stack[:0] = layer._sublayers()
+            out.append(layer)
+            if recursive:
+                stack[:0] = layer._sublayers()
         return out
+
+    @property
+    def _seed_generators(self):
+        """The `kerasrs.random.SeedGenerator`s this layer holds in attributes (its own, not its
+        sublayers'), in assignment order, each once."""
+        found = []
+        for key, value in self.__dict__.items():
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            for v in values:
+                if isinstance(v, random.SeedGenerator) and all(v is not f for f in found):
+                    found.append(v)
+        return found
+
+    def _build_at_init(self):
+        """Mark a layer without state built at construction (Keras's rule): only when its class
+        keeps `Layer.build`, so a subclass that defines ``build`` still builds on first call."""
+        if type(self).build is Layer.build:
+            self.built = True
 
     # -- dtypes ---------------------------------------------------------------------------------
     @property
     def dtype_policy(self):
-        """The layer's `kerasrs.dtype_policies.DTypePolicy`: from ``dtype=``, else the global
-        policy when the layer was created, else ``floatx()``."""
-        return self._policy() or dtype_policies.DTypePolicy(backend_module.floatx())
+        """The layer's `kerasrs.dtype_policies.DTypePolicy` (or `DTypePolicyMap`): from
+        ``dtype=``, else the global policy when the layer was created, else ``floatx()``.
+        Setting a quantized policy (``"int8_from_float32"``) on a built layer quantizes it."""
+        return self._stored_policy() or dtype_policies.DTypePolicy(backend_module.floatx())
 
-    def _policy(self):
+    def _stored_policy(self):
         """The explicit policy or None; a dtype name stored in ``_dtype`` is turned into one."""
         policy = self._dtype
         if policy is not None and not isinstance(policy, dtype_policies.DTypePolicy):
             policy = self.__dict__["_dtype"] = dtype_policies.get(policy)
         return policy
 
+    def _policy(self):
+        """The policy that sets this layer's dtypes, or None (floatx): the stored one, or its
+        entry for the layer's `path` when it is a `DTypePolicyMap`."""
+        policy = self._dtype
+        if policy is None:
+            return None
+        if policy.__class__ is dtype_policies.DTypePolicyMap:
+            return policy[self.path] if self.path else policy.default_policy
+        return policy if isinstance(policy, dtype_policies.DTypePolicy) else \
+            self._stored_policy()
+
     @dtype_policy.setter
     def dtype_policy(self, value):
-        self._dtype = dtype_policy_arg(value, f"{type(self).__name__} {self.name!r}")
+        policy = dtype_policy_arg(value, f"{type(self).__name__} {self.name!r}")
+        stored = self._stored_policy()
+        if isinstance(stored, dtype_policies.DTypePolicyMap) and self.path:
+            if self.path in stored:
+                del stored[self.path]
+            stored[self.path] = policy
+        else:
+            self._dtype = policy
+        mode = getattr(policy, "quantization_mode", None)
+        if mode is not None and self.built and not getattr(self, "_is_quantized", False):
+            if mode == "gptq":
+                raise ValueError(f"{self.name}: Implicitly enabling GPTQ quantization by "
+                                 f"setting `dtype_policy` to '{value}' is not supported. GPTQ "
+                                 "requires a calibration dataset and a `GPTQConfig` object. "
+                                 "Please use the `.quantize('gptq', config=...)` method on the "
+                                 "layer or model instead.")
+            self.quantize(mode)
+
+    _dtype_policy = dtype_policy  # Keras's attribute name
 
     @property
     def dtype(self):
@@ -206,6 +278,17 @@ class Layer:
         ``mixed_float16``)."""
         policy = self._policy()
         return policy.compute_dtype if policy else backend_module.floatx()
+
+    @property
+    def quantization_mode(self):
+        """The quantization mode ("int8", "int4", "float8", "gptq", "awq") or None."""
+        policy = self._policy()
+        return None if policy is None else policy.quantization_mode
+
+    @property
+    def path(self):
+        """The layer's name scope path (``sequential/dense``) once built, else None."""
+        return self.__dict__.get("_path")
 
     # -- weights --------------------------------------------------------------------------------
     def add_weight(self, *args, name=None, shape=None, initializer=None, dtype=None,
@@ -252,8 +335,10 @@ class Layer:
         init = initializers.get(initializer)
         name = name or "variable"
         var = autodiff.Variable(init, shape=shape, dtype=dtype, trainable=trainable, name=name)
-        var.path = naming.variable_path(name) if naming.current_scope() == self.name else \
-            f"{naming.variable_path(self.name)}/{name}"
+        if naming.current_scope() == self.name:
+            var.path = naming.variable_path(name)
+        else:  # outside build (enable_lora, quantize): under the path the layer was built at
+            var.path = f"{self.path or naming.variable_path(self.name)}/{name}"
         var.regularizer = get_regularizer(regularizer)
         var.constraint = constraints.get(constraint)
         if trainable:
@@ -280,7 +365,17 @@ class Layer:
                     out.append(w)
         return out
 
-    variables = weights
+    @property
+    def variables(self):
+        """All state: per layer, its weights then the state of its seed generators (Keras's
+        ``variables``: `weights` plus the random-seed state, each once)."""
+        out, seen = [], set()
+        for layer in self._flatten_layers():
+            for v in layer._own_weights() + [g.state for g in layer._seed_generators]:
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
+        return out
 
     @property
     def trainable_weights(self):
@@ -294,7 +389,11 @@ class Layer:
         """Weights no optimizer updates: moving statistics, and every weight when frozen."""
         return [w for w in self.weights if not w.trainable] if self.trainable else self.weights
 
-    non_trainable_variables = non_trainable_weights
+    @property
+    def non_trainable_variables(self):
+        """`non_trainable_weights` plus the seed generators' state (Keras's meaning)."""
+        return [v for v in self.variables if not v.trainable] if self.trainable else \
+            self.variables
 
     @property
     def trainable(self):
@@ -377,11 +476,30 @@ class Layer:
 
     def call(self, inputs, *args, **kwargs):
         """The forward computation on Tensors; subclasses override it."""
-        raise NotImplementedError(f"{type(self).__name__} must implement call().")
+        raise self._not_implemented_error(self.call)
 
     def compute_output_shape(self, input_shape):
-        """Output shape for ``input_shape``; by default found by running ``call`` on zeros."""
+        """Output shape for ``input_shape``; by default found by running ``call`` on zeros.
+
+        Raises:
+            NotImplementedError: for a layer without ``call`` (nothing to run).
+        """
+        if type(self).call is Layer.call:
+            raise self._not_implemented_error(
+                self.compute_output_shape,
+                "Should implement `def compute_output_shape(self, input_shape)`.")
         return node.output_shape_by_probe(self, input_shape)
+
+    def compute_output_spec(self, *args, **kwargs):
+        """The outputs of a call on ``args`` as `SymbolicTensor`s (shape and dtype, no values);
+        the arguments may be symbolic tensors or Tensors. Builds the layer if needed."""
+        if not args and kwargs:
+            args = (kwargs.pop(self._call_first_arg),)
+        kwargs.pop("training", None)
+        if not self.built:
+            self._build_from_call(args, kwargs)
+        specs = node.output_spec(self, args, kwargs)
+        return node.map_structure(lambda s: node.SymbolicTensor(s.shape, s.dtype), specs)
 
     def compute_mask(self, inputs, mask=None):
         """The mask of the output: by default the input mask if `supports_masking`, else None."""
@@ -393,8 +511,9 @@ class Layer:
         return getattr(type(self), method) is not getattr(Layer, method)
 
     def __call__(self, *args, **kwargs):
-        if not args and "inputs" in kwargs:
-            args = (kwargs.pop("inputs"),)
+        if not args and kwargs:  # keyword-only inputs: layer(query=q, value=v)
+            name = self._call_first_arg if self._call_first_arg in kwargs else "inputs"
+            args = (kwargs.pop(name),) if name in kwargs else ()
         if node.any_symbolic(args, kwargs):
             return node.symbolic_call(self, args, kwargs)
         if not args:
@@ -421,10 +540,15 @@ class Layer:
             kwargs["mask"] = mask
         policy = self._policy()  # mixed policies read float32 variables in compute_dtype
         autocast = policy.autocast_dtype if policy is not None else None
+        if not self.autocast and _autocast_var.get() is not None:
+            autocast = None  # Keras: autocast=False leaves an enclosing layer's cast off here
         call_token = _call_var.set((training, scopes + (self.name,)))
         autocast_token = None if autocast is _autocast_var.get() else _autocast_var.set(autocast)
         try:
-            outputs = self.call(*args, **kwargs)
+            if policy is not None and policy.quantization_mode is not None:
+                outputs = self.quantized_call(*args, **kwargs)
+            else:
+                outputs = self.call(*args, **kwargs)
         finally:
             if autocast_token is not None:
                 _autocast_var.reset(autocast_token)
@@ -452,7 +576,7 @@ class Layer:
             inputs = autodiff.convert_to_tensor(inputs)
             if mask is not None:
                 inputs._keras_mask = mask
-        if backend_module.is_float_dtype(inputs.dtype) and inputs.dtype != \
+        if self.autocast and backend_module.is_float_dtype(inputs.dtype) and inputs.dtype != \
                 backend_module.standardize_dtype(self.compute_dtype):
             mask = getattr(inputs, "_keras_mask", None)
             inputs = ops.cast(inputs, self.compute_dtype)
@@ -512,6 +636,103 @@ class Layer:
                                  f"symbolic inputs; its {what} is ambiguous.")
         return self._inbound_nodes[0]
 
+    # -- quantization (Keras's hooks; Dense, EinsumDense and Embedding implement them) -------
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Quantize the layer's weights in place (``"int8"``, ``"int4"``, ``"float8"``,
+        ``"gptq"``, ``"awq"``); see `kerasrs.layers.quantized`.
+
+        Raises:
+            ValueError: for an unknown mode, an unbuilt or already quantized layer, or int8
+                with a float16 compute dtype.
+            NotImplementedError: for a layer that cannot be quantized.
+        """
+        raise self._not_implemented_error(self.quantize)
+
+    def quantized_build(self, input_shape, mode):
+        raise self._not_implemented_error(self.quantized_build)
+
+    def _check_quantize_args(self, mode, compute_dtype):
+        if not self.built:
+            raise ValueError(f"Cannot quantize a layer that isn't yet built. Layer "
+                             f"'{self.name}' (of type '{type(self).__name__}') is not built yet.")
+        if getattr(self, "_is_quantized", False):
+            raise ValueError(f"Layer '{self.name}' is already quantized with dtype_policy="
+                             f"'{self.dtype_policy.name}'. Received: mode={mode}")
+        if mode not in dtype_policies.QUANTIZATION_MODES:
+            raise ValueError(f"{self.name}: Invalid quantization mode. Expected one of "
+                             f"{dtype_policies.QUANTIZATION_MODES}. Received: mode={mode}")
+        if mode == "int8" and compute_dtype == "float16":
+            raise ValueError(f"{self.name}: Quantization mode='{mode}' doesn't work well with "
+                             "compute_dtype='float16'. Consider loading model/layer with "
+                             "another dtype policy such as 'mixed_bfloat16' or 'mixed_float16' "
+                             "before calling `quantize()`.")
+
+    def quantized_call(self, *args, **kwargs):
+        """The call of a quantized layer: ``_<mode>_call``."""
+        mode = self.quantization_mode
+        if mode not in dtype_policies.QUANTIZATION_MODES:
+            raise self._quantization_mode_error(mode)
+        return getattr(self, f"_{mode}_call")(*args, **kwargs)
+
+    def _int8_call(self, *args, **kwargs):
+        raise self._not_implemented_error(self._int8_call)
+
+    def _int4_call(self, *args, **kwargs):
+        raise self._not_implemented_error(self._int4_call)
+
+    def _float8_call(self, *args, **kwargs):
+        raise self._not_implemented_error(self._float8_call)
+
+    def _gptq_call(self, *args, **kwargs):
+        raise self._not_implemented_error(self._gptq_call)
+
+    def _awq_call(self, *args, **kwargs):
+        raise self._not_implemented_error(self._awq_call)
+
+    def _not_implemented_error(self, attr, msg=None):
+        name = attr.__name__ if callable(attr) else str(attr)
+        kind = "method" if callable(attr) else "attribute"
+        return NotImplementedError(f"Layer {type(self).__name__} does not have a `{name}` "
+                                   f"{kind} implemented.{' ' + msg if msg else ''}")
+
+    def _quantization_mode_error(self, mode):
+        return NotImplementedError(f"{self.name}: Invalid quantization mode. Expected one of "
+                                   f"{dtype_policies.QUANTIZATION_MODES}. Received: "
+                                   f"quantization_mode={mode}")
+
+    # -- saving (Keras's hooks: a layer may store its state its own way) -----------------------
+    def _saved_variables(self):
+        """``[(name, variable)]`` that `save_own_variables` stores, in order: trainable, then
+        non-trainable, each in creation order (Keras's layout)."""
+        return [(v.name, v) for v in self._trainable_variables + self._non_trainable_variables]
+
+    def save_own_variables(self, store):
+        """Put this layer's own variables into the dict ``store`` under "0", "1", ..."""
+        for i, (_, var) in enumerate(self._saved_variables()):
+            store[str(i)] = var
+
+    def load_own_variables(self, store):
+        """Assign this layer's own variables from ``store`` ("0", "1", ...: arrays).
+
+        Raises:
+            ValueError: if the number of stored arrays differs from the number of variables.
+        """
+        self._check_load_own_variables(store)
+        for i, (_, var) in enumerate(self._saved_variables()):
+            var.assign(_stored_array(store[str(i)], var.dtype))
+
+    def _check_load_own_variables(self, store):
+        names = [name for name, _ in self._saved_variables()]
+        if len(store.keys()) == len(names):
+            return
+        if not names and not self.built:
+            raise ValueError(f"Layer '{self.name}' was never built and thus it doesn't have any "
+                             f"variables. However the weights file lists {len(store.keys())} "
+                             "variables for this layer. Build it (call it on data, or implement "
+                             "build_from_config) before loading.")
+        raise ValueError(f"Layer '{self.name}' expected {len(names)} variables, but received "
+                         f"{len(store.keys())} variables during loading. Expected: {names}")
+
     # -- configuration --------------------------------------------------------------------------
     def get_config(self):
         """The constructor arguments as a JSON-able dict (Keras's keys)."""
@@ -525,8 +746,18 @@ class Layer:
 
     @classmethod
     def from_config(cls, config):
-        """A new, unbuilt layer from ``get_config()``'s dict."""
-        return cls(**config)
+        """A new, unbuilt layer from ``get_config()``'s dict.
+
+        Raises:
+            TypeError: if the constructor refuses the config (Keras's type and phrase, with the
+                constructor's own error chained).
+        """
+        try:
+            return cls(**config)
+        except Exception as e:  # noqa: BLE001 - reported with the config, as Keras does
+            raise TypeError(f"{cls.__name__}.from_config: Error when deserializing class "
+                            f"'{cls.__name__}' using config={config}. Exception encountered: "
+                            f"{e}") from e
 
     def get_build_config(self):
         """What ``build`` was called with, for rebuilding before loading weights."""
@@ -555,6 +786,12 @@ def _is_data(x):
     return isinstance(x, (int, float, bool, np.generic))
 
 
+def _stored_array(value, dtype):
+    """A stored value (array, h5py dataset, Tensor) as a NumPy array of ``dtype``."""
+    value = value.numpy() if hasattr(value, "numpy") else value
+    return np.asarray(value[()] if hasattr(value, "id") else value).astype(dtype, copy=False)
+
+
 def _mask_of(inputs):
     if isinstance(inputs, (list, tuple)):
         masks = [getattr(x, "_keras_mask", None) for x in inputs]
@@ -562,6 +799,7 @@ def _mask_of(inputs):
     return getattr(inputs, "_keras_mask", None)
 
 
+Layer.quantize = _wrap_quantize(Layer.quantize)
 _BASE_GET_CONFIGS = {Layer.get_config}  # Model.get_config joins (kerasrs.models.model)
 
 

@@ -3,15 +3,18 @@ Masking, Softmax."""
 
 import numpy as np
 
-from kerasrs import activations, initializers, ops
+from kerasrs import activations, constraints, initializers, ops, quantizers, random
 from kerasrs import backend as backend_module
+from kerasrs.autodiff import Variable
 from kerasrs.layers.base import InputSpec, Layer
+from kerasrs.layers.quantized import KernelQuantization
+from kerasrs.layers.quantized_embedding import EmbeddingQuantization, ReverseQuantization
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
-from kerasrs.ops import projection
+from kerasrs.ops import creation, projection
 from kerasrs.ops.core import constant
 
 
-class Dense(Layer):
+class Dense(KernelQuantization, Layer):
     """Densely connected layer: ``activation(inputs @ kernel + bias)`` on the last axis.
 
     Args:
@@ -21,10 +24,15 @@ class Dense(Layer):
         kernel_initializer / bias_initializer: defaults "glorot_uniform" / "zeros".
         kernel_regularizer / bias_regularizer / activity_regularizer: optional regularizers.
         kernel_constraint / bias_constraint: optional callables applied after each update.
+        lora_rank / lora_alpha: enable LoRA at build (see `enable_lora`).
+        quantization_config: a `kerasrs.quantizers.QuantizationConfig` for a layer built with
+            a quantized ``dtype`` ("int8_from_float32"...).
         **kwargs: base `Layer` arguments.
 
     Input shape: ``(batch, ..., in_features)``. Output shape: ``(batch, ..., units)``.
-    Weights: ``kernel`` ``(in_features, units)``, ``bias`` ``(units,)``.
+    Weights: ``kernel`` ``(in_features, units)``, ``bias`` ``(units,)``; after
+    ``quantize("int8")`` an int8 ``kernel`` and ``kernel_scale`` ``(units,)`` (see
+    `kerasrs.layers.quantized` for int4, float8, GPTQ/AWQ and LoRA).
 
     Example:
         >>> Dense(3)(np.ones((2, 4), "float32")).shape
@@ -36,13 +44,11 @@ class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
-                 lora_rank=None, **kwargs):
+                 lora_rank=None, lora_alpha=None, quantization_config=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
-            raise ValueError(f"{self.name}: `units` must be a positive integer. "
-                             f"Received: units={units!r}")
-        if lora_rank:
-            raise ValueError(f"{self.name}: LoRA is not supported. Received: lora_rank={lora_rank}")
+            raise ValueError(f"{self.name}: Received an invalid value for `units`, expected a "
+                             f"positive integer. Received: units={units!r}")
         self.units = int(units)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
@@ -50,7 +56,11 @@ class Dense(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = get_regularizer(kernel_regularizer)
         self.bias_regularizer = get_regularizer(bias_regularizer)
-        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+        self.lora_rank = lora_rank
+        self.lora_alpha = lora_rank if lora_alpha is None else lora_alpha
+        self.quantization_config = quantization_config
         self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape):
@@ -58,35 +68,80 @@ class Dense(Layer):
         if features is None:
             raise ValueError(f"{self.name}: the input needs rank >= 2 and a known last axis. "
                              f"Received: input_shape={tuple(input_shape)}")
-        self.kernel = self.add_weight("kernel", (features, self.units), self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
+        self._kernel_shape = (features, self.units)
+        mode = self.quantization_mode
+        if mode:
+            self.quantized_build(self._kernel_shape, mode, self.quantization_config)
+        if mode not in ("int8", "int4", "gptq", "awq"):
+            self._kernel = self.add_weight("kernel", self._kernel_shape, self.kernel_initializer,
+                                           regularizer=self.kernel_regularizer,
+                                           constraint=self.kernel_constraint)
         self.bias = self.add_weight("bias", (self.units,), self.bias_initializer,
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
         self.input_spec = InputSpec(min_ndim=2, axes={-1: features})
+        self.built = True
+        if self.lora_rank:
+            self.enable_lora(self.lora_rank, self.lora_alpha)
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
         act = activations.serialize(self.activation)
+        kernel = self.kernel
         if act in projection.ACTIVATIONS and not getattr(inputs, "_kerasrs_symbolic", False):
             # one fused op: a 2-D GEMM on (rows, features), bias and activation in place
-            return projection.projection(inputs, self.kernel, self.bias, activation=act)
-        y = ops.matmul(inputs, self.kernel)
+            return projection.projection(inputs, kernel, self.bias, activation=act)
+        return self._finish(ops.matmul(inputs, kernel))
+
+    def _finish(self, x, round_bias=False):
         if self.bias is not None:
-            y = ops.add(y, self.bias)
-        return self.activation(y)
+            x = ops.add(x, _bfloat16_rounded(self.bias) if round_bias else self.bias)
+        return self.activation(x)
+
+    # hooks of KernelQuantization: a (features, units) kernel contracted on its first axis
+    _product = staticmethod(ops.matmul)
+
+    def _kernel_reduced_axes(self):
+        return (0,)
+
+    def _input_reduced_axes(self):
+        return (-1,)
+
+    def _scale_to_saved(self, scale):
+        return ops.reshape(scale, (self.units,))
+
+    def _scale_from_saved(self, scale):
+        return ops.reshape(scale, (1, self.units))
+
+    def _input_scale_to_output(self, scale):
+        return scale
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)
 
     def get_config(self):
-        return {**super().get_config(), "units": self.units,
-                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-                "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
-                "bias_regularizer": serialize_regularizer(self.bias_regularizer),
-                "kernel_constraint": None, "bias_constraint": None}
+        config = {**super().get_config(), "units": self.units,
+                  "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+                  "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                  "bias_initializer": initializers.serialize(self.bias_initializer),
+                  "kernel_regularizer": serialize_regularizer(self.kernel_regularizer),
+                  "bias_regularizer": serialize_regularizer(self.bias_regularizer),
+                  "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                  "bias_constraint": constraints.serialize(self.bias_constraint),
+                  "quantization_config": quantizers.serialize(self.quantization_config)}
+        if self.lora_rank:
+            config.update(lora_rank=self.lora_rank, lora_alpha=self.lora_alpha)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["quantization_config"] = quantizers.deserialize(config.get("quantization_config"))
+        return super().from_config(config)
+
+
+def _bfloat16_rounded(x):
+    """``x`` rounded to bfloat16 and back (float8 layers add their bias this way, as Keras)."""
+    return ops.cast(ops.cast(x, "bfloat16"), x.dtype) if x.dtype == np.float32 else x
 
 
 class Activation(Layer):
@@ -97,6 +152,7 @@ class Activation(Layer):
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
+        self._build_at_init()
 
     def call(self, inputs):
         return self.activation(inputs)
@@ -113,6 +169,10 @@ class Identity(Layer):
 
     supports_masking = True
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._build_at_init()
+
     def call(self, inputs):
         return inputs
 
@@ -120,25 +180,35 @@ class Identity(Layer):
         return input_shape
 
 
-def dropout_mask(layer, shape, rate, dtype, be):
+def dropout_mask(generator, shape, rate, dtype, be):
     """An inverted-dropout multiplier (0 with probability ``rate``, else ``1 / (1 - rate)``) of
     ``shape`` from the backend's counter-based Philox kernel (``be.dropout_mask``).
 
-    With ``layer.seed`` the key is the seed and the counter offset the number of masks the
-    layer drew before; without, each mask takes a fresh key from `kerasrs.backend.dropout_seed`
-    (one host stream that ``set_random_seed`` seeds, so a model rebuilt or reloaded in the same
-    process continues it). Either way a seed gives the same masks on NumPy and on CuPy.
+    With a seeded `kerasrs.random.SeedGenerator` the key is its seed and the counter offset its
+    counter (the number of masks drawn before); an unseeded one (a layer without ``seed``)
+    counts the masks while each takes a fresh key from `kerasrs.backend.dropout_seed` (one host
+    stream that ``set_random_seed`` seeds, so a model rebuilt or reloaded in the same process
+    continues it). Either way a seed gives the same masks on NumPy and on CuPy.
     """
-    seed = getattr(layer, "seed", None)
-    if seed is None:
-        key, offset = backend_module.dropout_seed(), 0
-    else:
-        drawn = layer.__dict__.setdefault("_philox_offset", [0])
-        key, offset = int(seed) % 2 ** 64, drawn[0]
-        drawn[0] += 1
+    generator.next()  # the generator counts every mask (its state is what Keras exposes)
     if rate >= 1:
         return be.xp.zeros(shape, dtype)
-    return be.dropout_mask(tuple(shape), rate, key, offset, dtype)
+    seed = generator._initial_seed
+    mask = creation.DropoutMask(shape, rate, dtype, seed)
+    if seed is None:  # unseeded: a fresh key from the host stream set_random_seed seeds
+        return mask.apply().data
+    # The counter offset as a Variable on the mask's backend: a traced step reads and updates
+    # it, so a replayed step draws the masks the eager one would.
+    drawn = generator.__dict__.get("_philox_offset")
+    if drawn is None:
+        with backend_module.using(be.name):
+            drawn = Variable(np.zeros((), "int64"), dtype="int64", trainable=False,
+                             name="philox_offset")
+        drawn.path = f"{generator.name}/philox_offset"
+        generator.__dict__["_philox_offset"] = drawn  # not a tracked weight (not saved)
+    out = mask.apply(drawn).data
+    drawn.assign_add(1)
+    return out
 
 
 def _check_noise_shape(name, noise_shape):
@@ -190,6 +260,9 @@ class Dropout(Layer):
                              f"a float value between 0 and 1. Received: rate={rate!r}")
         self.rate, self.seed = float(rate), seed
         self.noise_shape = _check_noise_shape(self.name, noise_shape)
+        if self.rate > 0:
+            self.seed_generator = random.SeedGenerator(seed)
+        self._build_at_init()
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
@@ -197,7 +270,7 @@ class Dropout(Layer):
         be = inputs.backend
         shape = resolve_noise_shape(self.noise_shape, inputs.shape)
         dtype = inputs.dtype if backend_module.is_float_dtype(inputs.dtype) else np.float32
-        mask = dropout_mask(self, shape, self.rate, dtype, be)
+        mask = dropout_mask(self.seed_generator, shape, self.rate, dtype, be)
         return ops.multiply(inputs, constant(mask, be))
 
     def compute_output_shape(self, input_shape):
@@ -208,7 +281,14 @@ class Dropout(Layer):
                 "noise_shape": None if self.noise_shape is None else list(self.noise_shape)}
 
 
-class Embedding(Layer):
+def _positive_int(layer, name, value):
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{layer}: `{name}` must be a positive integer. Received: "
+                         f"{name}={value!r} (of type {type(value).__name__}).")
+    return int(value)
+
+
+class Embedding(EmbeddingQuantization, Layer):
     """Looks up a dense vector per integer token id: ``embeddings[ids]``.
 
     Args:
@@ -217,66 +297,99 @@ class Embedding(Layer):
         embeddings_initializer: defaults to "uniform" (uniform on [-0.05, 0.05]).
         embeddings_regularizer / embeddings_constraint: optional.
         mask_zero: if True, id 0 is padding: the output mask is ``ids != 0``.
-        weights: optional initial ``(input_dim, output_dim)`` array.
+        weights: optional initial ``(input_dim, output_dim)`` array (the layer is built).
+        lora_rank / lora_alpha / quantization_config: see `kerasrs.layers.quantized_embedding`.
 
     Input shape: integer ``(batch, ...)``. Output shape: ``(batch, ..., output_dim)``.
 
     Raises:
-        ValueError: on a call with an id outside ``[0, input_dim)``, naming it (checked on every
-            backend: a GPU gather would otherwise wrap it around silently).
+        ValueError: for ``input_dim``/``output_dim`` that are not positive ints; on a call with
+            an id outside ``[0, input_dim)``, naming it (checked on every backend: a GPU
+            gather would otherwise wrap it around silently).
     """
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
                  embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
-                 weights=None, lora_rank=None, **kwargs):
+                 weights=None, lora_rank=None, lora_alpha=None, quantization_config=None,
+                 **kwargs):
         super().__init__(**kwargs)
-        for arg, value in (("input_dim", input_dim), ("output_dim", output_dim)):
-            if not isinstance(value, (int, np.integer)) or value <= 0:
-                raise ValueError(f"{self.name}: `{arg}` must be a positive integer. "
-                                 f"Received: {arg}={value!r}")
-        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.input_dim = _positive_int(self.name, "input_dim", input_dim)
+        self.output_dim = _positive_int(self.name, "output_dim", output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = get_regularizer(embeddings_regularizer)
-        self.embeddings_constraint = embeddings_constraint
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
-        self._initial_weights = weights
+        self.autocast = False  # ids are never cast (Keras's choice)
+        self.lora_rank = lora_rank
+        self.lora_alpha = lora_rank if lora_alpha is None else lora_alpha
+        self.quantization_config = quantization_config
+        if weights is not None:
+            self.build()
+            self.set_weights(weights if isinstance(weights, list) else [weights])
 
     def build(self, input_shape=None):
-        self.embeddings = self.add_weight(
-            "embeddings", (self.input_dim, self.output_dim), self.embeddings_initializer,
-            regularizer=self.embeddings_regularizer, constraint=self.embeddings_constraint)
-        if self._initial_weights is not None:
-            self.set_weights(self._initial_weights if isinstance(self._initial_weights, list)
-                             else [self._initial_weights])
-            self._initial_weights = None
+        if self.built:
+            return
+        shape = (self.input_dim, self.output_dim)
+        mode = self.quantization_mode
+        if mode:
+            self.quantized_build(shape, mode, self.quantization_config)
+        if mode not in ("int8", "int4"):
+            self._embeddings = self.add_weight(
+                "embeddings", shape, self.embeddings_initializer,
+                regularizer=self.embeddings_regularizer, constraint=self.embeddings_constraint)
+        self.built = True
+        if self.lora_rank:
+            self.enable_lora(self.lora_rank, self.lora_alpha)
 
-    def call(self, inputs):
-        ids = inputs.data if inputs.dtype.kind in "iu" else inputs.data.astype("int64")
+    def _lookup_ids(self, inputs):
+        """The ids as an int Tensor, each checked to be in ``[0, input_dim)``."""
+        if inputs.dtype.kind not in "iu":  # an op, so that a traced step records the cast
+            inputs = ops.cast(inputs, "int64")
+        ids = inputs.data
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.input_dim):
             bad = int(ids[(ids < 0) | (ids >= self.input_dim)].reshape(-1)[0])
             raise ValueError(f"{self.name}: token ids must be in [0, {self.input_dim}) "
                              f"(input_dim={self.input_dim}). Received: id {bad} in an input of "
                              f"shape {tuple(ids.shape)}")
-        return ops.take(self.embeddings, constant(ids, inputs.backend), axis=0)
+        return constant(ids, inputs.backend)
+
+    def call(self, inputs):
+        out = ops.take(self.embeddings, self._lookup_ids(inputs), axis=0)
+        # No cast node when the dtypes agree: a traced step's simplify pass mishandles a
+        # no-op cast after a gather (a graph bug noted in issue 21, worked around here).
+        return out if out.dtype == self.compute_dtype else ops.cast(out, self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         if not self.mask_zero:
             return None
-        return constant(inputs.data != 0, inputs.backend)
+        return ops.not_equal(inputs, 0)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.output_dim,)
 
     def get_config(self):
-        return {**super().get_config(), "input_dim": self.input_dim,
-                "output_dim": self.output_dim,
-                "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
-                "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
-                "embeddings_constraint": None, "mask_zero": self.mask_zero}
+        config = {**super().get_config(), "input_dim": self.input_dim,
+                  "output_dim": self.output_dim,
+                  "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
+                  "embeddings_regularizer": serialize_regularizer(self.embeddings_regularizer),
+                  "activity_regularizer": serialize_regularizer(self.activity_regularizer),
+                  "embeddings_constraint": constraints.serialize(self.embeddings_constraint),
+                  "mask_zero": self.mask_zero,
+                  "quantization_config": quantizers.serialize(self.quantization_config)}
+        if self.lora_rank:
+            config.update(lora_rank=self.lora_rank, lora_alpha=self.lora_alpha)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["quantization_config"] = quantizers.deserialize(config.get("quantization_config"))
+        return super().from_config(config)
 
 
-class ReversibleEmbedding(Embedding):
+class ReversibleEmbedding(ReverseQuantization, Embedding):
     """An `Embedding` that can also map vectors back to token logits: ``layer(ids)`` embeds,
     ``layer(vectors, reverse=True)`` returns ``vectors @ embeddings^T`` (tied) or ``vectors @
     reverse_embeddings`` (``tie_weights=False``), optionally soft-capped
@@ -285,16 +398,18 @@ class ReversibleEmbedding(Embedding):
     def __init__(self, input_dim, output_dim, tie_weights=True, embeddings_initializer="uniform",
                  embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
                  reverse_dtype=None, logit_soft_cap=None, **kwargs):
+        self.tie_weights, self.reverse_dtype = tie_weights, reverse_dtype
+        self.logit_soft_cap = logit_soft_cap
         super().__init__(input_dim, output_dim, embeddings_initializer=embeddings_initializer,
                          embeddings_regularizer=embeddings_regularizer,
                          embeddings_constraint=embeddings_constraint, mask_zero=mask_zero,
                          **kwargs)
-        self.tie_weights, self.reverse_dtype = tie_weights, reverse_dtype
-        self.logit_soft_cap = logit_soft_cap
 
     def build(self, input_shape=None):
+        if self.built:
+            return
         super().build(input_shape)
-        if not self.tie_weights:
+        if not self.tie_weights and self.quantization_mode not in ("int8", "int4"):
             self.reverse_embeddings = self.add_weight(
                 shape=(self.output_dim, self.input_dim), name="reverse_embeddings",
                 initializer=self.embeddings_initializer)
@@ -306,10 +421,23 @@ class ReversibleEmbedding(Embedding):
         if self.reverse_dtype is not None:
             inputs, kernel = ops.cast(inputs, self.reverse_dtype), ops.cast(kernel,
                                                                            self.reverse_dtype)
-        logits = ops.matmul(inputs, kernel)
-        if self.logit_soft_cap is not None:
-            logits = ops.tanh(logits / self.logit_soft_cap) * self.logit_soft_cap
-        return logits
+        return self._soft_cap(ops.matmul(inputs, kernel))
+
+    def _soft_cap(self, logits):
+        if self.logit_soft_cap is None:
+            return logits
+        return ops.multiply(ops.tanh(ops.divide(logits, self.logit_soft_cap)),
+                            self.logit_soft_cap)
+
+    def _int8_call(self, inputs, reverse=False):
+        if not reverse:
+            return super()._int8_call(inputs)
+        return self._soft_cap(self._quantized_reverse(inputs))
+
+    def _int4_call(self, inputs, reverse=False):
+        if not reverse:
+            return super()._int4_call(inputs)
+        return self._soft_cap(self._quantized_reverse(inputs))
 
     def compute_mask(self, inputs, mask=None):
         if inputs is None or getattr(inputs, "dtype", np.dtype("int64")).kind == "f":
@@ -359,6 +487,7 @@ class Masking(Layer):
     def __init__(self, mask_value=0.0, **kwargs):
         super().__init__(**kwargs)
         self.mask_value = mask_value
+        self._build_at_init()
 
     def _keep(self, inputs, keepdims=False):
         # through ops: inputs may be Tensors, NumPy arrays or symbolic tensors
@@ -402,6 +531,7 @@ class Softmax(Layer):
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
         self.axis = axis
+        self._build_at_init()
 
     def call(self, inputs, mask=None):
         if mask is not None:

@@ -16,7 +16,9 @@ class InputLayer(base.Layer):
         batch_shape: the full shape including the batch axis (instead of ``shape``).
         input_tensor: an existing `SymbolicTensor` to use as the output.
         name: layer name; defaults to ``input_layer``, ``input_layer_1``, ...
-        sparse, ragged, optional: accepted for Keras compatibility; must be falsy.
+        optional: bool; an optional input of a functional model may be given ``None`` when the
+            model is called (the layers it feeds then receive ``None``).
+        sparse, ragged: accepted for Keras compatibility; must be falsy.
 
     Raises:
         ValueError: if neither or both of ``shape`` and ``batch_shape`` are given, or a size is
@@ -32,7 +34,7 @@ class InputLayer(base.Layer):
             warnings.warn("Argument `input_shape` is deprecated. Use `shape` instead.",
                           UserWarning, stacklevel=2)
             shape = input_shape if shape is None and batch_shape is None else shape
-        for flag, value in (("sparse", sparse), ("ragged", ragged), ("optional", optional)):
+        for flag, value in (("sparse", sparse), ("ragged", ragged)):
             if value:
                 raise ValueError(f"InputLayer: `{flag}=True` is not supported ({flag} inputs). "
                                  f"Received: {flag}={value!r}")
@@ -58,6 +60,7 @@ class InputLayer(base.Layer):
             raise ValueError(f"{self.name}: every size must be a positive int or None. "
                              f"Received: batch_shape={batch_shape}")
         self.batch_shape = batch_shape
+        self.optional = bool(optional)
         self._input_dtype = backend_module.standardize_dtype(dtype).name
         self.built = True
         tensor = input_tensor or node.SymbolicTensor(batch_shape, self._input_dtype, name=self.name)
@@ -74,7 +77,7 @@ class InputLayer(base.Layer):
 
     def get_config(self):
         return {"batch_shape": list(self.batch_shape), "dtype": self.dtype, "sparse": False,
-                "ragged": False, "name": self.name, "optional": False}
+                "ragged": False, "name": self.name, "optional": self.optional}
 
 
 def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None, name=None,
@@ -88,6 +91,8 @@ def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None
         dtype: dtype name ("float32" by default; "int32" for token ids).
         batch_shape: full shape including the batch axis (instead of ``shape``).
         name: the `InputLayer`'s name (also the key for dict inputs in ``fit``).
+        tensor: an existing symbolic tensor to use as the input.
+        optional: bool; the model may then be called with ``None`` for this input.
 
     Returns:
         A `SymbolicTensor` of shape ``(batch_size, *shape)``.

@@ -43,15 +43,21 @@ class SymbolicTensor:
         shape: tuple of ints and None (None: unknown until data arrives, e.g. the batch axis).
         dtype: dtype name, e.g. "float32".
         name: optional name (the `InputLayer` name for model inputs).
+        sparse / ragged: always False (Keras's arguments; True raises ValueError).
     """
 
     __array_ufunc__ = None  # NumPy defers: ndarray + symbolic calls SymbolicTensor.__radd__
     _kerasrs_symbolic = True  # how kerasrs.autodiff and kerasrs.ops recognise it
 
-    def __init__(self, shape, dtype=None, name=None):
+    def __init__(self, shape, dtype=None, sparse=False, ragged=False, record_history=True,
+                 name=None, **kwargs):
+        if sparse or ragged:
+            raise ValueError(f"SymbolicTensor: kerasrs has no sparse or ragged tensors. "
+                             f"Received: sparse={sparse!r}, ragged={ragged!r}")
         self.shape = tuple(None if d is None else int(d) for d in shape)
         self.dtype = backend_module.standardize_dtype(dtype).name
         self.name = name
+        self.sparse = self.ragged = False  # Keras's attributes (no sparse/ragged tensors here)
         self._keras_history = None
 
     ndim = property(lambda self: len(self.shape))
@@ -164,14 +170,19 @@ class Spec:
 
 
 def symbolic_call(layer, args, kwargs):
-    """Build ``layer`` if needed, record a `Node` and return its symbolic outputs."""
+    """Build ``layer`` if needed, record a `Node` and return its symbolic outputs. A
+    ``training`` given here is kept in the node (the model's own ``training``, when not None,
+    overrides it, as in Keras)."""
     kwargs = dict(kwargs)
-    kwargs.pop("training", None)
+    training = kwargs.pop("training", None)
     if not layer.built:
         layer._build_from_call(args, kwargs)
+    if layer.input_spec is not None and args:
+        layer._check_input_spec(args[0])
     specs = output_spec(layer, args, kwargs)
     outputs = map_structure(lambda spec: SymbolicTensor(spec.shape, spec.dtype), specs)
-    Node(layer, args, kwargs, autodiff._flatten(outputs))
+    node_kwargs = kwargs if training is None else {**kwargs, "training": training}
+    Node(layer, args, node_kwargs, autodiff._flatten(outputs))
     _attach_symbolic_masks(layer, args, kwargs, outputs)
     return outputs
 
@@ -197,7 +208,11 @@ def _attach_symbolic_masks(layer, args, kwargs, outputs):
 
 
 def output_spec(layer, args, kwargs):
-    """Structure of `Spec`s for ``layer(*args, **kwargs)`` on symbolic inputs."""
+    """Structure of `Spec`s for ``layer(*args, **kwargs)`` on symbolic inputs: from the layer's
+    own ``compute_output_spec``, else its ``compute_output_shape``, else a probe."""
+    if layer._overrides("compute_output_spec"):
+        return map_structure(lambda t: Spec(t.shape, t.dtype),
+                             layer.compute_output_spec(*args, **kwargs))
     if layer._overrides("compute_output_shape"):
         shapes = layer.compute_output_shape(_shape_of(args[0]))
         try:

@@ -7,7 +7,7 @@ Batch and layer normalization in training use the fused ops of `kerasrs.ops.norm
 
 import numpy as np
 
-from kerasrs import initializers, ops
+from kerasrs import context, initializers, ops
 from kerasrs.layers import padding
 from kerasrs.layers.base import InputSpec, Layer
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
@@ -64,6 +64,22 @@ class _ScaleShift:
                 "beta_regularizer": serialize_regularizer(self.beta_regularizer),
                 "gamma_regularizer": serialize_regularizer(self.gamma_regularizer),
                 "beta_constraint": None, "gamma_constraint": None}
+
+
+def _moving_average(moving, batch, momentum):
+    """``moving = moving * momentum + batch * (1 - momentum)`` in ``moving``'s dtype, outside any
+    tape. Eagerly on the raw arrays; while `kerasrs.graph` traces, the same arithmetic as ops
+    (without a mixed-precision layer's autocast), so that the assignment is a graph update."""
+    if not context.tracers.get():
+        moving.assign(moving.data * momentum +
+                      batch.data.astype(moving.dtype) * (1.0 - momentum))
+        return
+    token = context.autocast.set(None)
+    try:
+        moving.assign(ops.add(ops.multiply(moving, momentum),
+                              ops.multiply(ops.cast(batch, moving.dtype), 1.0 - momentum)))
+    finally:
+        context.autocast.reset(token)
 
 
 class BatchNormalization(_ScaleShift, Layer):
@@ -152,9 +168,8 @@ class BatchNormalization(_ScaleShift, Layer):
             mean, variance = self._masked_moments(inputs, weights)
             outputs = norm_ops.batch_normalization(inputs, mean, variance, self.axis, self.beta,
                                                    self.gamma, self.epsilon)
-        keep = self.momentum
         for moving, batch in ((self.moving_mean, mean), (self.moving_variance, variance)):
-            moving.assign(moving.data * keep + batch.data.astype(moving.dtype) * (1.0 - keep))
+            _moving_average(moving, batch, self.momentum)
         return outputs
 
     def _step_weights(self, inputs, mask):
@@ -162,18 +177,18 @@ class BatchNormalization(_ScaleShift, Layer):
         ``fit(pad_last_batch=True)`` (broadcastable to ``inputs``); None if all count."""
         xp = inputs.backend.xp
         weights = None
-        if mask is not None:
-            m = xp.asarray(getattr(mask, "data", mask))
+        if mask is not None:  # ops (not raw arrays): a graph records the mask's conversion
+            m = ops.convert_to_tensor(mask)
             if m.ndim != inputs.ndim - 1:
                 raise ValueError(f"{self.name}: the mask must have one dimension less than the "
                                  f"inputs. Received: mask shape {tuple(m.shape)}, inputs shape "
                                  f"{inputs.shape}")
-            weights = xp.expand_dims(m.astype(inputs.dtype), self.axis % inputs.ndim)
+            weights = ops.expand_dims(ops.cast(m, inputs.dtype), self.axis % inputs.ndim)
         rows = padding.current()
         if rows is not None and rows[0] < rows[1] == inputs.shape[0]:
             real = (xp.arange(rows[1]) < rows[0]).astype(inputs.dtype)
-            real = real.reshape((-1,) + (1,) * (inputs.ndim - 1))
-            weights = real if weights is None else weights * real
+            real = constant(real.reshape((-1,) + (1,) * (inputs.ndim - 1)), inputs.backend)
+            weights = real if weights is None else ops.multiply(weights, real)
         return weights
 
     def _masked_moments(self, inputs, weights):
@@ -181,7 +196,7 @@ class BatchNormalization(_ScaleShift, Layer):
         (differentiable)."""
         axes = tuple(i for i in range(inputs.ndim) if i != self.axis % inputs.ndim)
         channels = inputs.shape[self.axis]
-        weights = ops.broadcast_to(constant(weights, inputs.backend), inputs.shape)
+        weights = ops.broadcast_to(weights, inputs.shape)
         count = ops.add(ops.sum(weights, axis=axes, keepdims=True), 1e-7)
         mean = ops.divide(ops.sum(ops.multiply(inputs, weights), axis=axes, keepdims=True), count)
         centered = ops.multiply(ops.subtract(inputs, mean), weights)
@@ -356,6 +371,7 @@ class UnitNormalization(Layer):
         else:
             raise TypeError(f"{self.name}: Invalid value for `axis` argument: expected an int or "
                             f"a list/tuple of ints. Received: axis={axis!r}")
+        self._build_at_init()
 
     def call(self, inputs):
         axis = tuple(self.axis) if isinstance(self.axis, list) else self.axis

@@ -52,14 +52,12 @@ class BasePooling(Layer):
         self.padding = conv.standardize_padding(padding, who)
         self.data_format = conv.standardize_data_format(data_format, who)
         self.input_spec = InputSpec(ndim=pool_dimensions + 2)
+        self._build_at_init()
 
     def _check(self, shape):
         conv.check_rank(self, shape, self.rank)
         conv.check_windows(self, shape, self.pool_size, (1,) * self.rank, self.padding,
                            what="pool window")
-
-    def build(self, input_shape):
-        self._check(input_shape)
 
     def call(self, inputs):
         self._check(inputs.shape)
@@ -129,13 +127,11 @@ class BaseGlobalPooling(Layer):
         self.data_format = conv.standardize_data_format(data_format, self.name)
         self.keepdims = bool(keepdims)
         self.input_spec = InputSpec(ndim=pool_dimensions + 2)
+        self._build_at_init()
 
     def _axes(self):
         first = 2 if self.data_format == "channels_first" else 1
         return tuple(range(first, first + self.rank))
-
-    def build(self, input_shape):
-        conv.check_rank(self, input_shape, self.rank)
 
     def call(self, inputs):
         reduce = ops.max if self._mode == "max" else ops.mean

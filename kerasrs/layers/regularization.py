@@ -4,7 +4,7 @@ only with ``training=True``; otherwise they return their input."""
 
 import numpy as np
 
-from kerasrs import ops, regularizers
+from kerasrs import ops, random, regularizers
 from kerasrs.backend import settings
 from kerasrs.layers.base import Layer
 from kerasrs.layers.core import Dropout, resolve_noise_shape
@@ -25,12 +25,18 @@ class _Noise(Layer):
             raise ValueError(f"{self.name}: Invalid value received for argument `{arg}`. "
                              f"Expected {expected}. Received: {arg}={rate!r}")
         self._value, self._arg, self.seed = float(rate), arg, seed
-        self._generators = {}
+        if self._value > 0:
+            self.seed_generator = random.SeedGenerator(seed)
+        self._build_at_init()
 
     def _rng(self, be):
+        """A generator of the backend's array module for one call: with ``seed``, keyed by the
+        next state of the layer's seed generator (reproducible, new numbers at each call);
+        without, the backend's generator (which ``set_random_seed`` seeds)."""
+        seed, counter = (int(v) for v in self.seed_generator.next())
         if self.seed is None:
             return be.rng
-        return self._generators.setdefault(be.name, be.xp.random.default_rng(self.seed))
+        return be.xp.random.default_rng((seed * 1_000_003 + counter) % 2 ** 63)
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -159,6 +165,7 @@ class ActivityRegularization(Layer):
     def __init__(self, l1=0.0, l2=0.0, **kwargs):
         super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
         self.l1, self.l2 = float(l1), float(l2)
+        self._build_at_init()
 
     def call(self, inputs):
         return inputs

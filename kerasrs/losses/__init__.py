@@ -77,12 +77,26 @@ _BY_NAME = {**{fn.__name__: fn for fn in FUNCTION_CLASSES}, **ALIASES}
 _CLASSES = {cls.__name__: cls for cls in ALL_OBJECTS}
 
 
+# What `get` accepts by name, as Keras 3's table: class names, function names and the short
+# aliases (lower and upper case). The Keras 2 spellings in `ALIASES` ("logcosh", "huber_loss",
+# "kullback_leibler_divergence") are only read from saved configs (`_BY_NAME`).
+_GET_NAMES = {**_CLASSES, **{fn.__name__: fn for fn in FUNCTION_CLASSES},
+              **{alias: ALIASES[alias] for alias in ("bce", "kld", "mae", "mse", "mape", "msle")},
+              **{alias.upper(): ALIASES[alias]
+                 for alias in ("bce", "kld", "mae", "mse", "mape", "msle")}}
+for _name in ("CategoricalGeneralizedCrossEntropy", "categorical_generalized_cross_entropy"):
+    del _GET_NAMES[_name]  # in keras.losses, but not among the names Keras's `get` knows
+
+
 def serialize(loss):
-    """``{"module", "class_name", "config", "registered_name"}`` for a Loss (Keras 3's form).
+    """``{"module", "class_name", "config", "registered_name"}`` for a Loss (Keras 3's form); a
+    loss function gives Keras's function entry (``"class_name": "function"``).
 
     Raises:
-        TypeError: for anything but a `Loss` built on a kerasrs class.
+        TypeError: for anything but a `Loss` built on a kerasrs class or a loss function.
     """
+    if callable(loss) and not isinstance(loss, Loss):
+        return registry.serialize_keras_object(loss)
     if not isinstance(loss, Loss) or type(loss) is LossFunctionWrapper:
         raise TypeError(f"losses.serialize: expected a built-in Loss object. Received: {loss!r}")
     return {"module": "keras.losses", "class_name": type(loss).__name__,
@@ -90,7 +104,7 @@ def serialize(loss):
 
 
 def deserialize(config, custom_objects=None):
-    """A Loss from `serialize`'s output or a name string (see `get`).
+    """A Loss from `serialize`'s output, or a loss function from a name string (see `get`).
 
     Raises:
         ValueError: for an unknown class name or a malformed value.
@@ -104,43 +118,43 @@ def deserialize(config, custom_objects=None):
     cls = (custom_objects or {}).get(name) or _CLASSES.get(name)
     if cls is None:
         if name == "function" and isinstance(config.get("config"), str):  # Keras: bare fn
-            return get(config["config"])
+            return _BY_NAME.get(config["config"]) or get(config["config"])
         raise ValueError(f"losses.deserialize: unknown loss class {name!r}; known: "
                          f"{sorted(_CLASSES)}. Received: {config!r}")
     return cls.from_config(config.get("config") or {})
 
 
 def get(identifier):
-    """A `Loss` object from a name, a Loss, a Loss class, a function or a serialized dict.
+    """The loss for ``identifier``, as Keras 3's ``keras.losses.get``.
 
-    Names are Keras's function names (``"mean_squared_error"``,
-    ``"sparse_categorical_crossentropy"``, ...), their aliases (``"mse"``, ``"mae"``, ``"mape"``,
-    ``"msle"``, ``"kld"``, ``"logcosh"``, ``"bce"``; case-insensitive) and class names
-    (``"MeanSquaredError"``). Each gives the matching class with default arguments. A kerasrs
-    loss function gives its class; any other function ``fn(y_true, y_pred) -> per-sample
-    Tensor`` is wrapped in a `LossFunctionWrapper` named after it.
+    * ``None`` gives ``None``;
+    * a function name (``"mean_squared_error"``) or alias (``"mse"``/``"MSE"``, ``"mae"``,
+      ``"mape"``, ``"msle"``, ``"kld"``, ``"bce"``) gives the loss *function*, which returns one
+      value per sample (``compile`` wraps it in a `LossFunctionWrapper` that averages them);
+    * a class name (``"MeanSquaredError"``) or a class gives an instance with default arguments;
+    * a serialized dict gives the object it describes (`deserialize`);
+    * any other callable (a `Loss`, a function ``fn(y_true, y_pred)``) is returned as it is.
+
+    Names are case-sensitive, as in Keras.
 
     Raises:
-        ValueError: if the identifier cannot be interpreted.
+        ValueError: ``Could not interpret loss identifier`` for anything else.
     """
-    if isinstance(identifier, Loss):
-        return identifier
+    if identifier is None:
+        return None
     if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, type) and issubclass(identifier, Loss):
-        return identifier()
-    if isinstance(identifier, str):
-        if identifier in _CLASSES:
-            return _CLASSES[identifier]()
-        fn = _BY_NAME.get(identifier) or _BY_NAME.get(identifier.lower())
-        if fn is not None:
-            return FUNCTION_CLASSES[fn]()
-    elif callable(identifier):
-        cls = FUNCTION_CLASSES.get(identifier)
-        return cls() if cls is not None else LossFunctionWrapper(identifier)
-    raise ValueError(f"losses.get: could not interpret loss identifier {identifier!r}; use a "
-                     f"name such as {sorted(_BY_NAME)[:6]}..., a Loss or a function. "
-                     f"Received: {identifier!r}")
+        obj = deserialize(identifier)
+    elif isinstance(identifier, str):
+        obj = _GET_NAMES.get(identifier)
+    else:
+        obj = identifier
+    if isinstance(obj, type):
+        return obj()
+    if callable(obj):
+        return obj
+    raise ValueError(f"Could not interpret loss identifier: {identifier!r}. Use a loss name "
+                     f"such as 'mse' or 'sparse_categorical_crossentropy', a Loss class or "
+                     f"object, or a function (y_true, y_pred). Received: {identifier!r}")
 
 
 __all__ = ["Loss", "LossFunctionWrapper", "get", "serialize", "deserialize"] + \

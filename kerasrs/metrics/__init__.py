@@ -120,9 +120,13 @@ def get(identifier):
     ``"recall"``, ``"auc"``, ``"mean"``, ``"sum"``, class names, and any loss name (its running
     mean, e.g. ``"binary_crossentropy"``). A function becomes a `MeanMetricWrapper`.
 
+    None gives None, as in Keras.
+
     Raises:
         ValueError: if the identifier cannot be interpreted.
     """
+    if identifier is None:
+        return None
     if isinstance(identifier, Metric):
         return identifier
     if isinstance(identifier, dict):

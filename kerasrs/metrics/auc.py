@@ -4,7 +4,7 @@ import numpy as np
 
 from kerasrs.metrics import base, confusion
 
-CURVES = ("ROC", "PR")
+CURVES = ("ROC", "PR", "PRGAIN")
 SUMMATIONS = ("interpolation", "minoring", "majoring")
 
 
@@ -20,11 +20,15 @@ class AUC(base.Metric):
     - PR, ``"interpolation"``: Davis & Goadrich (2006) interpolation, which interpolates true
       and false positives (not precision) linearly between thresholds, integrated in closed
       form (Keras's ``interpolate_pr_auc``);
+    - PRGAIN: the precision-recall-gain curve (Flach & Kull 2015, "Precision-Recall-Gain
+      Curves", eq. 2): with ``pi = P / N`` (positives over negatives), ``recall_gain = 1 -
+      pi FN / TP`` (0 where ``TP = 0``, and never below 0) and ``precision_gain = 1 - pi FP /
+      TP`` (1 where ``TP = 0``), integrated like ROC;
     - ``"minoring"`` / ``"majoring"``: the lower / upper of the two heights per interval.
 
     Args:
         num_thresholds: int > 1. Defaults to 200.
-        curve: ``"ROC"`` or ``"PR"``. Defaults to ``"ROC"``.
+        curve: ``"ROC"``, ``"PR"`` or ``"PRGAIN"`` (any case). Defaults to ``"ROC"``.
         summation_method: ``"interpolation"``, ``"minoring"`` or ``"majoring"``.
         name, dtype: as `Metric`.
         thresholds: optional list of floats in [0, 1] used instead of ``num_thresholds``.
@@ -42,7 +46,7 @@ class AUC(base.Metric):
     Example:
         >>> m = AUC(num_thresholds=3)
         >>> m.update_state([0, 0, 1, 1], [0, 0.5, 0.3, 0.9])
-        >>> m.result()
+        >>> float(m.result())
         0.75
     """
 
@@ -56,7 +60,7 @@ class AUC(base.Metric):
                              f"one of {SUMMATIONS}. Received: curve={curve!r}, "
                              f"summation_method={summation_method!r}")
         if thresholds is not None:
-            inner = sorted(float(t) for t in thresholds)
+            inner = sorted(float(t) for t in np.atleast_1d(thresholds))
         elif num_thresholds > 1:
             inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
         else:
@@ -80,11 +84,10 @@ class AUC(base.Metric):
     def _build_counts(self, num_labels):
         """Counts per threshold (and per label with ``multi_label``)."""
         shape = (self.num_thresholds,) + ((num_labels,) if self.multi_label else ())
-        self.num_labels = num_labels if self.multi_label else self.num_labels
-        self.true_positives = self.add_variable(shape, "true_positives")
-        self.false_positives = self.add_variable(shape, "false_positives")
-        self.true_negatives = self.add_variable(shape, "true_negatives")
-        self.false_negatives = self.add_variable(shape, "false_negatives")
+        self.true_positives = self.add_accumulator(shape, "true_positives")
+        self.false_positives = self.add_accumulator(shape, "false_positives")
+        self.true_negatives = self.add_accumulator(shape, "true_negatives")
+        self.false_negatives = self.add_accumulator(shape, "false_negatives")
         self._built_counts = True
 
     @property
@@ -100,9 +103,11 @@ class AUC(base.Metric):
         if self.multi_label:
             if not self._built_counts:
                 self._build_counts(y_pred.shape[-1])
-            columns = [confusion.confusion_counts(y_true[..., j], y_pred[..., j],
-                                                  self._thresholds, _column(sample_weight, j))
-                       for j in range(y_pred.shape[-1])]
+            y_true, y_pred = base.squeeze_or_expand(y_true, y_pred)
+            weight = None if sample_weight is None else base.weights_like(sample_weight, y_pred)
+            columns = [confusion.confusion_counts(
+                y_true[..., j], y_pred[..., j], self._thresholds,
+                None if weight is None else weight[..., j]) for j in range(y_pred.shape[-1])]
             counts = [np.stack([c[i] for c in columns], axis=-1) for i in range(4)]
         else:
             if self.label_weights is not None:  # weights per label column, then flattened
@@ -117,25 +122,29 @@ class AUC(base.Metric):
 
     def result(self):
         if not self._built_counts:
-            return 0.0
+            return self.result_tensor(0.0)
         tp, fp, tn, fn = (np.asarray(v.numpy(), "float64") for v in self.variables)
         area = self._area(tp, fp, tn, fn)
-        if not self.multi_label:
-            return float(area)
-        if self.label_weights is None:
-            return float(np.mean(area))
-        return float(np.sum(area * self.label_weights) / np.sum(self.label_weights))
+        if self.multi_label:
+            area = np.mean(area) if self.label_weights is None else \
+                np.sum(area * self.label_weights) / np.sum(self.label_weights)
+        return self.result_tensor(area)
 
     def _area(self, tp, fp, tn, fn):
         """The area under the curve from counts of shape (thresholds,) or (thresholds,
         labels): one value per column."""
         if self.curve == "PR" and self.summation_method == "interpolation":
             return _interpolate_pr_auc(tp, fp, fn)
-        recall = confusion._divide_no_nan(tp, tp + fn)
+        divide = confusion._divide_no_nan
+        recall = divide(tp, tp + fn)
         if self.curve == "ROC":
-            x, y = confusion._divide_no_nan(fp, fp + tn), recall
-        else:
-            x, y = recall, confusion._divide_no_nan(tp, tp + fp)
+            x, y = divide(fp, fp + tn), recall
+        elif self.curve == "PR":
+            x, y = recall, divide(tp, tp + fp)
+        else:  # PRGAIN (Flach & Kull 2015); TP = 0 gives recall gain 0, precision gain 1
+            ratio = divide(tp + fn, tn + fp)
+            x = np.maximum(np.where(tp == 0, 0.0, 1.0 - ratio * divide(fn, tp)), 0.0)
+            y = np.where(tp == 0, 1.0, 1.0 - ratio * divide(fp, tp))
         if self.summation_method == "interpolation":
             heights = (y[:-1] + y[1:]) / 2
         elif self.summation_method == "minoring":
@@ -145,12 +154,15 @@ class AUC(base.Metric):
         return np.sum((x[:-1] - x[1:]) * heights, axis=0)
 
     def get_config(self):
-        return {**super().get_config(), "num_thresholds": self.num_thresholds,
-                "curve": self.curve, "summation_method": self.summation_method,
-                "thresholds": self._init_thresholds, "multi_label": self.multi_label,
-                "num_labels": self.num_labels, "label_weights": None if
-                self.label_weights is None else self.label_weights.tolist(),
-                "from_logits": self.from_logits}
+        """Keras's config: ``thresholds`` (the inner ones, sorted) only when they were given."""
+        config = {**super().get_config(), "num_thresholds": self.num_thresholds,
+                  "curve": self.curve, "summation_method": self.summation_method,
+                  "multi_label": self.multi_label, "num_labels": self.num_labels,
+                  "label_weights": None if self.label_weights is None else
+                  self.label_weights.tolist(), "from_logits": self.from_logits}
+        if self._init_thresholds is not None:
+            config["thresholds"] = self._thresholds[1:-1]
+        return config
 
 
 def _interpolate_pr_auc(tp, fp, fn):
@@ -167,11 +179,3 @@ def _interpolate_pr_auc(tp, fp, fn):
     area = confusion._divide_no_nan(slope * (dtp + intercept * np.log(ratio)),
                                     np.maximum(tp[1:] + fn[1:], 0))
     return np.sum(area, axis=0)
-
-
-def _column(sample_weight, j):
-    """Sample weights for label column ``j`` (a per-sample vector applies to every column)."""
-    if sample_weight is None:
-        return None
-    w = base.raw(sample_weight)
-    return w[..., j] if getattr(w, "ndim", 0) >= 2 else w

@@ -1,10 +1,12 @@
 """The `Metric` base class and the array helpers every metric uses.
 
 Metrics are stateful: ``update_state`` folds a batch into running totals, ``result`` reads them,
-``reset_state`` clears them. The totals live in non-trainable `kerasrs.Variable`s (float64, so
-that sums over millions of samples stay exact to float32 precision), listed by ``variables``.
-Metrics compute on the raw arrays of their inputs (NumPy or CuPy, on the inputs' device) and
-never record on a `GradientTape`.
+``reset_state`` clears them. The totals live in non-trainable `kerasrs.Variable`s listed by
+``variables``. The built-in metrics keep them in float64 (`add_accumulator`), so that sums over
+millions of samples stay exact to float32 precision; ``result()`` returns a `Tensor` of the
+metric's dtype (float32 by default), as Keras's metrics do. Metrics compute on the raw arrays of
+their inputs (NumPy or CuPy, on the inputs' device), in the inputs' float dtype, and never record
+on a `GradientTape`.
 """
 
 import re
@@ -13,6 +15,9 @@ import numpy as np
 
 from kerasrs import autodiff
 from kerasrs import backend as backend_module
+from kerasrs import initializers
+
+AGGREGATIONS = ("none", "mean", "sum", "only_first_replica")
 
 
 class Metric:
@@ -23,8 +28,7 @@ class Metric:
 
     Args:
         name: str; defaults to the class name in snake case.
-        dtype: the result's dtype name, kept for Keras config compatibility (results are
-            returned as Python floats). Defaults to ``"float32"``.
+        dtype: the result's dtype name. Defaults to ``floatx()`` (``"float32"``).
     """
 
     def __init__(self, name=None, dtype=None):
@@ -41,19 +45,52 @@ class Metric:
         """The state variables (non-trainable), in creation order."""
         return list(self._variables)
 
-    def add_variable(self, shape, name, initializer=0.0, dtype="float64"):
-        """A non-trainable state `Variable` filled with ``initializer`` (path ``metric/name``)."""
-        var = autodiff.Variable(np.full(tuple(shape), initializer, dtype), dtype=dtype,
-                                trainable=False, name=name)
+    def add_variable(self, shape, initializer="zeros", dtype=None, aggregation="sum", name=None):
+        """A non-trainable state `Variable` (path ``metric/name``), as Keras's ``add_variable``.
+
+        Args:
+            shape: tuple of ints.
+            initializer: an initializer name (``"zeros"``), object or callable
+                ``(shape, dtype) -> array``. Defaults to ``"zeros"``.
+            dtype: the variable's dtype. Defaults to ``floatx()``.
+            aggregation: how a distributed run combines replicas: ``"sum"`` (default),
+                ``"mean"``, ``"only_first_replica"`` or ``"none"``; kept as
+                ``variable.aggregation``.
+            name: str.
+
+        Raises:
+            ValueError: for an unknown initializer or aggregation.
+        """
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"{self.name}: `aggregation` must be one of {AGGREGATIONS}. "
+                             f"Received: aggregation={aggregation!r}")
+        var = autodiff.Variable(initializers.get(initializer), shape=tuple(shape),
+                                dtype=backend_module.standardize_dtype(dtype), trainable=False,
+                                name=name)
+        var.aggregation = aggregation
         var.path = f"{self.name}/{name}"
         self._variables.append(var)
         return var
+
+    def add_weight(self, shape=(), initializer=None, dtype=None, name=None):
+        """Keras's older name for `add_variable` (zeros when ``initializer`` is None)."""
+        return self.add_variable(shape, initializer or "zeros", dtype=dtype, name=name)
+
+    def add_accumulator(self, shape, name):
+        """A float64 zero-initialized state variable: the built-in metrics' exact totals."""
+        return self.add_variable(shape, "zeros", dtype="float64", name=name)
 
     def update_state(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must implement update_state.")
 
     def result(self):
         raise NotImplementedError(f"{type(self).__name__} must implement result.")
+
+    def result_tensor(self, value):
+        """``value`` (a number, list or array) as the `Tensor` ``result()`` returns: the
+        metric's dtype, or float32 for a metric of integer dtype (IoU counts)."""
+        dtype = self._dtype if backend_module.is_float_dtype(self._dtype) else "float32"
+        return autodiff.Tensor(np.asarray(value, dtype=dtype))
 
     def reset_state(self):
         """Set every state variable back to 0."""

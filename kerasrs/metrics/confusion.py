@@ -71,9 +71,9 @@ class _ThresholdMetric(base.Metric):
             raise ValueError(f"{self.name}: thresholds must be in [0, 1]. Received: "
                              f"thresholds={thresholds!r}")
         self.thresholds = values
-        self.true_positives = self.add_variable((len(values),), "true_positives")
-        self.false_positives = self.add_variable((len(values),), "false_positives")
-        self.false_negatives = self.add_variable((len(values),), "false_negatives")
+        self.true_positives = self.add_accumulator((len(values),), "true_positives")
+        self.false_positives = self.add_accumulator((len(values),), "false_positives")
+        self.false_negatives = self.add_accumulator((len(values),), "false_negatives")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         tp, fp, _, fn = confusion_counts(y_true, y_pred, self.thresholds, sample_weight,
@@ -83,8 +83,8 @@ class _ThresholdMetric(base.Metric):
             var.assign_add(delta)
 
     def _finish(self, ratio):
-        ratio = [float(r) for r in ratio]
-        return ratio[0] if len(ratio) == 1 else ratio
+        """One value per threshold, as a 0-d `Tensor` when there is one threshold."""
+        return self.result_tensor(ratio[0] if len(ratio) == 1 else ratio)
 
     def get_config(self):
         return {**super().get_config(), "thresholds": self.init_thresholds,
@@ -105,7 +105,7 @@ class Precision(_ThresholdMetric):
         class_id: optional int: the binary metric of one class (a column of the last axis).
         name, dtype: as `Metric`.
 
-    ``result()`` is a float, or a list with one value per threshold.
+    ``result()`` is a 0-d float32 `Tensor`, or one value per threshold.
     """
 
     def result(self):

@@ -3,12 +3,14 @@
 
 import numpy as np
 
+from kerasrs import backend as backend_module
 from kerasrs.metrics import base, reduction
 
 
 def _pair(y_true, y_pred, axis):
+    """Both as arrays of ``y_pred``'s float dtype, ranks aligned."""
     y_true, y_pred = base.squeeze_or_expand(*base.inputs(y_true, y_pred))
-    return y_true.astype("float64"), y_pred.astype("float64")
+    return y_true.astype(y_pred.dtype), y_pred
 
 
 def pearson_correlation(y_true, y_pred, axis=-1):
@@ -71,16 +73,19 @@ class R2Score(base.Metric):
         self._stats = None
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        t, p = (np.asarray(base.raw(v), "float64") for v in (y_true, y_pred))
+        t, p = (np.asarray(backend_module.convert_to_numpy(base.raw(v)), "float64")
+                for v in (y_true, y_pred))
         if t.ndim == 1:
-            t, p = t[:, None], p.reshape(t.shape)
+            t, p = t[:, None], p.reshape(-1, 1)
         w = np.ones(t.shape[0]) if sample_weight is None else np.asarray(
-            base.raw(sample_weight), "float64").reshape(-1)
-        w = np.broadcast_to(w[:, None], t.shape)
+            backend_module.convert_to_numpy(base.raw(sample_weight)), "float64")
+        if w.ndim == 1:  # one weight per sample
+            w = w[:, None]
+        w = np.broadcast_to(w, t.shape)
         if self._stats is None:
             names = ("squared_sum", "sum", "total_mse", "count")
-            self._stats = [self.add_variable((t.shape[1],), n) for n in names]
-            self._num_samples = self.add_variable((), "num_samples")
+            self._stats = [self.add_accumulator((t.shape[1],), n) for n in names]
+            self._num_samples = self.add_accumulator((), "num_samples")
         squared_sum, total, mse, count = self._stats
         squared_sum.assign_add((w * t * t).sum(0))
         total.assign_add((w * t).sum(0))
@@ -90,7 +95,7 @@ class R2Score(base.Metric):
 
     def result(self):
         if self._stats is None:
-            return 0.0
+            return self.result_tensor(0.0)
         squared_sum, total, mse, count = (np.asarray(v.numpy(), "float64") for v in self._stats)
         mean = total / count
         ss_tot = squared_sum - total * mean
@@ -106,7 +111,7 @@ class R2Score(base.Metric):
             p = self.num_regressors
             if n - p - 1 > 0:
                 r2 = 1 - (1 - r2) * (n - 1) / (n - p - 1)
-        return float(r2) if np.ndim(r2) == 0 else r2.tolist()
+        return self.result_tensor(r2)
 
     def get_config(self):
         return {**super().get_config(), "class_aggregation": self.class_aggregation,

@@ -1,9 +1,22 @@
 """Intersection-over-union metrics for segmentation (Keras 3's ``IoU`` family): a confusion
-matrix accumulated over all samples, then ``IoU_c = TP_c / (TP_c + FP_c + FN_c)``."""
+matrix accumulated over all samples, then ``IoU_c = TP_c / (TP_c + FP_c + FN_c)``.
+
+As in Keras, the metrics' dtype defaults to ``"int32"``: the confusion matrix holds integer
+counts and float sample weights are truncated to integers (with a warning); pass
+``dtype="float32"`` for fractional weights. Pixels whose label or prediction is not a class id
+(negative, or ``>= num_classes``) are left out, as are pixels labelled ``ignore_class``.
+"""
+
+import warnings
 
 import numpy as np
 
+from kerasrs import backend as backend_module
 from kerasrs.metrics import base
+
+
+def _host(x):
+    return np.asarray(backend_module.convert_to_numpy(base.raw(x)))
 
 
 class IoU(base.Metric):
@@ -12,9 +25,15 @@ class IoU(base.Metric):
     Args:
         num_classes: number of classes.
         target_class_ids: the classes averaged.
+        name: str.
+        dtype: the confusion matrix's dtype. Defaults to ``"int32"``.
         ignore_class: a label value left out of the counts (or None).
         sparse_y_true / sparse_y_pred: False means one-hot/score vectors (argmax is taken).
         axis: the class axis for non-sparse inputs.
+
+    ``sample_weight`` may be a scalar, one weight per pixel (the labels' shape, or the same
+    number of values), or a weight of lower rank applied along the leading axes (one per
+    image, say: Keras refuses that one).
     """
 
     # Constructor arguments a subclass fixes; its config leaves them out (as Keras's does).
@@ -22,34 +41,51 @@ class IoU(base.Metric):
 
     def __init__(self, num_classes, target_class_ids, name=None, dtype=None, ignore_class=None,
                  sparse_y_true=True, sparse_y_pred=True, axis=-1):
-        super().__init__(name=name, dtype=dtype)
+        super().__init__(name=name, dtype=dtype or "int32")
         self.num_classes, self.target_class_ids = num_classes, list(target_class_ids)
         if max(self.target_class_ids, default=0) >= num_classes:
             raise ValueError(f"{self.name}: target_class_ids must be < num_classes "
                              f"({num_classes}). Received: {self.target_class_ids}")
         self.ignore_class, self.axis = ignore_class, axis
         self.sparse_y_true, self.sparse_y_pred = sparse_y_true, sparse_y_pred
-        self.total_cm = self.add_variable((num_classes, num_classes), "total_confusion_matrix")
+        self.total_cm = self.add_variable((num_classes, num_classes), "zeros", dtype=self.dtype,
+                                          name="total_confusion_matrix")
 
     def _labels(self, y_true, y_pred):
-        t = np.asarray(base.raw(y_true))
-        p = np.asarray(base.raw(y_pred))
+        """Class ids (int64, the labels' shape) of the labels and the predictions."""
+        t, p = _host(y_true), _host(y_pred)
         if not self.sparse_y_true:
             t = t.argmax(self.axis)
         if not self.sparse_y_pred:
             p = p.argmax(self.axis)
-        return t.reshape(-1).astype("int64"), p.reshape(-1).astype("int64")
+        return t.astype("int64"), p.astype("int64")
+
+    def _weights(self, sample_weight, shape):
+        """Per-pixel weights of ``shape`` in the metric's dtype (see the class docstring)."""
+        if sample_weight is None:
+            return np.ones(shape, self.dtype)
+        w = _host(sample_weight)
+        if w.dtype.kind == "f" and not backend_module.is_float_dtype(self.dtype):
+            warnings.warn(f"{self.name}: float sample weights are truncated to the metric's "
+                          f"dtype {self.dtype}; pass integer weights or dtype='float32'.",
+                          stacklevel=3)
+        w = w.astype(self.dtype)
+        if w.size == int(np.prod(shape)):  # one weight per pixel, in any layout (as Keras)
+            return w.reshape(shape)
+        if 0 < w.ndim < len(shape):  # lower rank: along the leading axes
+            w = w.reshape(w.shape + (1,) * (len(shape) - w.ndim))
+        return np.broadcast_to(w, shape)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         t, p = self._labels(y_true, y_pred)
-        w = np.ones(t.shape) if sample_weight is None else np.broadcast_to(
-            np.asarray(base.raw(sample_weight), "float64").reshape(-1) if np.size(
-                base.raw(sample_weight)) == t.size else np.asarray(base.raw(sample_weight),
-                                                                   "float64"), t.shape)
-        keep = np.ones(t.shape, bool) if self.ignore_class is None else t != self.ignore_class
-        cm = np.bincount(t[keep] * self.num_classes + p[keep], weights=w[keep],
-                         minlength=self.num_classes ** 2)
-        self.total_cm.assign_add(cm.reshape(self.num_classes, self.num_classes))
+        w = self._weights(sample_weight, t.shape).reshape(-1)
+        t, p = t.reshape(-1), p.reshape(-1)
+        n = self.num_classes
+        keep = (t >= 0) & (t < n) & (p >= 0) & (p < n)
+        if self.ignore_class is not None:
+            keep &= t != self.ignore_class
+        cm = np.bincount(t[keep] * n + p[keep], weights=w[keep], minlength=n * n)
+        self.total_cm.assign_add(cm.reshape(n, n).astype(self.dtype))
 
     def result(self):
         cm = np.asarray(self.total_cm.numpy(), "float64")
@@ -57,9 +93,9 @@ class IoU(base.Metric):
         denom = cm.sum(0) + cm.sum(1) - tp
         ids = self.target_class_ids
         tp, denom = tp[ids], denom[ids]
-        present = denom != 0
+        present = denom > 1e-9
         iou = np.where(present, tp / np.where(present, denom, 1), 0.0)
-        return float(iou.sum() / max(present.sum(), 1))
+        return self.result_tensor(iou.sum() / max(present.sum(), 1))
 
     def get_config(self):
         config = {**super().get_config(), "num_classes": self.num_classes,
@@ -91,9 +127,9 @@ class BinaryIoU(IoU):
         self.threshold = threshold
 
     def _labels(self, y_true, y_pred):
-        t = np.asarray(base.raw(y_true)).reshape(-1)
-        p = np.asarray(base.raw(y_pred)).reshape(-1)
-        return (t > self.threshold).astype("int64"), (p > self.threshold).astype("int64")
+        """Labels as integers (as Keras casts them), predictions ``>= threshold``."""
+        t = _host(y_true)
+        return t.astype("int64"), (_host(y_pred) >= self.threshold).astype("int64")
 
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype, "target_class_ids":

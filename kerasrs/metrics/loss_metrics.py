@@ -7,12 +7,16 @@ from kerasrs.metrics import base, reduction
 
 
 def _metric(cls_name, fn, default_name, params, doc):
-    """A `FunctionMean` subclass ``cls_name(name=default_name, dtype=None, **params)``."""
+    """A `FunctionMean` subclass ``cls_name(name=default_name, dtype=None, **params)`` that
+    keeps each of ``params`` as an attribute (``metric.from_logits``), as Keras's do."""
     def __init__(self, name=default_name, dtype=None, **kwargs):
         unknown = set(kwargs) - set(params)
         if unknown:
             raise TypeError(f"{cls_name}: unexpected arguments {sorted(unknown)}")
-        reduction.FunctionMean.__init__(self, fn, name=name, dtype=dtype, **{**params, **kwargs})
+        values = {**params, **kwargs}
+        reduction.FunctionMean.__init__(self, fn, name=name, dtype=dtype, **values)
+        for key, value in values.items():
+            setattr(self, key, value)
 
     return type(cls_name, (reduction.FunctionMean,), {"__init__": __init__, "__doc__": doc,
                                                       "__module__": __name__})
@@ -21,7 +25,7 @@ def _metric(cls_name, fn, default_name, params, doc):
 def cosine_similarity(y_true, y_pred, axis=-1):
     """Per-sample cosine of the angle between ``y_true`` and ``y_pred`` (1 when parallel)."""
     y_true, y_pred = base.squeeze_or_expand(*base.inputs(y_true, y_pred))
-    a, b = y_true.astype("float64"), y_pred.astype("float64")
+    a, b = y_true.astype(y_pred.dtype), y_pred
     xp = base.xp_of(b)
     na = a / xp.sqrt(xp.maximum((a * a).sum(axis, keepdims=True), 1e-12))
     nb = b / xp.sqrt(xp.maximum((b * b).sum(axis, keepdims=True), 1e-12))
@@ -37,8 +41,9 @@ CategoricalCrossentropy = _metric(
     "Running mean of `losses.categorical_crossentropy`.")
 SparseCategoricalCrossentropy = _metric(
     "SparseCategoricalCrossentropy", losses.sparse_categorical_crossentropy,
-    "sparse_categorical_crossentropy", {"from_logits": False, "axis": -1},
-    "Running mean of `losses.sparse_categorical_crossentropy`.")
+    "sparse_categorical_crossentropy", {"from_logits": False, "ignore_class": None, "axis": -1},
+    "Running mean of `losses.sparse_categorical_crossentropy`; samples labelled "
+    "``ignore_class`` count neither in the sum nor in the count.")
 KLDivergence = _metric("KLDivergence", losses.kl_divergence, "kl_divergence", {},
                        "Running mean of `losses.kl_divergence`.")
 Poisson = _metric("Poisson", losses.poisson, "poisson", {}, "Running mean of `losses.poisson`.")

@@ -29,23 +29,27 @@ def lookup_function(name):
     return fn
 
 
-def reduce_to_samplewise(values, sample_weight):
+def reduce_to_samplewise(values, sample_weight, reduce="mean"):
     """Keras's ``reduce_to_samplewise_values`` on arrays: returns ``(weighted values of shape
-    (batch,) or (), weights of the same shape or None)``; extra axes are averaged."""
+    (batch,) or (), weights of the same shape or None)``. Axes beyond the weight's rank are
+    reduced first, then the weighted values' and the weights' axes after the first, by
+    ``reduce`` (``"mean"``, or ``"sum"`` for `Sum`). Totals are taken in float64 (exact sums;
+    the values themselves are computed in the inputs' dtype)."""
     xp = base.xp_of(values)
+    reduce_fn = getattr(xp, reduce)
     values = values.astype("float64", copy=False)
     weight = None
     if sample_weight is not None:
         weight = base.raw(sample_weight, like=values).astype("float64")
         values, weight = base.squeeze_or_expand(values, weight)
         if values.ndim > weight.ndim:
-            values = values.mean(axis=tuple(range(weight.ndim, values.ndim)))
+            values = reduce_fn(values, axis=tuple(range(weight.ndim, values.ndim)))
         weight = xp.broadcast_to(weight, values.shape)
         values = values * weight
         if weight.ndim > 1:
-            weight = weight.mean(axis=tuple(range(1, weight.ndim)))
+            weight = reduce_fn(weight, axis=tuple(range(1, weight.ndim)))
     if values.ndim > 1:
-        values = values.mean(axis=tuple(range(1, values.ndim)))
+        values = reduce_fn(values, axis=tuple(range(1, values.ndim)))
     return values, weight
 
 
@@ -55,20 +59,20 @@ class Sum(base.Metric):
     Example:
         >>> m = Sum()
         >>> m.update_state([1, 3, 5, 7], sample_weight=[1, 1, 0, 0])
-        >>> m.result()
+        >>> float(m.result())
         4.0
     """
 
     def __init__(self, name="sum", dtype=None):
         super().__init__(name=name, dtype=dtype)
-        self.total = self.add_variable((), "total")
+        self.total = self.add_accumulator((), "total")
 
     def update_state(self, values, sample_weight=None):
-        values, _ = reduce_to_samplewise(base.raw(values), sample_weight)
+        values, _ = reduce_to_samplewise(base.raw(values), sample_weight, reduce="sum")
         self.total.data += float(values.sum())
 
     def result(self):
-        return float(self.total.data)
+        return self.result_tensor(self.total.data)
 
 
 class Mean(base.Metric):
@@ -79,14 +83,14 @@ class Mean(base.Metric):
     Example:
         >>> m = Mean()
         >>> m.update_state([1, 3, 5, 7], sample_weight=[1, 1, 0, 0])
-        >>> m.result()
+        >>> float(m.result())
         2.0
     """
 
     def __init__(self, name="mean", dtype=None):
         super().__init__(name=name, dtype=dtype)
-        self.total = self.add_variable((), "total")
-        self.count = self.add_variable((), "count")
+        self.total = self.add_accumulator((), "total")
+        self.count = self.add_accumulator((), "count")
 
     def update_state(self, values, sample_weight=None):
         values, weight = reduce_to_samplewise(base.raw(values), sample_weight)
@@ -98,7 +102,7 @@ class Mean(base.Metric):
 
     def result(self):
         count = float(self.count.data)
-        return float(self.total.data) / count if count else 0.0
+        return self.result_tensor(float(self.total.data) / count if count else 0.0)
 
 
 class MeanMetricWrapper(Mean):
@@ -149,6 +153,8 @@ class MeanMetricWrapper(Mean):
     def from_config(cls, config):
         config = dict(config)
         fn = config.pop("fn")
+        if isinstance(fn, dict):  # Keras writes {"class_name": "function", "config": name}
+            fn = fn.get("config")
         return cls(lookup_function(fn) if isinstance(fn, str) else fn, **config)
 
 

@@ -4,18 +4,19 @@ from kerasrs.metrics import base, reduction
 
 
 def _errors(y_true, y_pred):
+    """``y_pred - y_true`` in ``y_pred``'s float dtype."""
     y_true, y_pred = base.squeeze_or_expand(*base.inputs(y_true, y_pred))
-    return y_pred.astype("float64") - y_true.astype("float64")
+    return y_pred - y_true.astype(y_pred.dtype)
 
 
 def mean_squared_error(y_true, y_pred):
-    """Per-sample ``mean((y_pred - y_true)**2, axis=-1)`` as a float64 array."""
+    """Per-sample ``mean((y_pred - y_true)**2, axis=-1)``, in ``y_pred``'s float dtype."""
     error = _errors(y_true, y_pred)
     return (error * error).mean(axis=-1)
 
 
 def mean_absolute_error(y_true, y_pred):
-    """Per-sample ``mean(|y_pred - y_true|, axis=-1)`` as a float64 array."""
+    """Per-sample ``mean(|y_pred - y_true|, axis=-1)``, in ``y_pred``'s float dtype."""
     error = _errors(y_true, y_pred)
     return base.xp_of(error).abs(error).mean(axis=-1)
 
@@ -46,4 +47,4 @@ class RootMeanSquaredError(reduction.Mean):
         super().update_state(error * error, sample_weight)
 
     def result(self):
-        return super().result() ** 0.5
+        return self.result_tensor(float(super().result()) ** 0.5)

@@ -5,6 +5,7 @@ kept per threshold by `confusion.confusion_counts` (a prediction is positive whe
 
 import numpy as np
 
+from kerasrs import backend as backend_module
 from kerasrs.metrics import base, confusion
 
 
@@ -17,7 +18,7 @@ class _Count(base.Metric):
         super().__init__(name=name, dtype=dtype)
         self.init_thresholds = thresholds
         self.thresholds = [0.5] if thresholds is None else np.atleast_1d(thresholds).tolist()
-        self.accumulator = self.add_variable((len(self.thresholds),), "accumulator")
+        self.accumulator = self.add_accumulator((len(self.thresholds),), "accumulator")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         counts = confusion.confusion_counts(y_true, y_pred, self.thresholds, sample_weight)
@@ -25,8 +26,8 @@ class _Count(base.Metric):
 
     def result(self):
         values = np.asarray(self.accumulator.numpy(), "float64")
-        return float(values[0]) if self.init_thresholds is None or np.ndim(
-            self.init_thresholds) == 0 else values.tolist()
+        single = self.init_thresholds is None or np.ndim(self.init_thresholds) == 0
+        return self.result_tensor(values[0] if single else values)
 
     def get_config(self):
         return {**super().get_config(), "thresholds": self.init_thresholds}
@@ -66,16 +67,17 @@ class _OperatingPoint(base.Metric):
         if not 0 <= value <= 1:
             raise ValueError(f"{self.name}: `{self._arg}` must be in [0, 1]. Received: {value}")
         self.value, self.num_thresholds, self.class_id = value, num_thresholds, class_id
+        setattr(self, self._arg, value)  # Keras's name for it: ``recall``, ``specificity``...
         if num_thresholds == 1:
             self.thresholds = [0.5]
         else:
             inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
             self.thresholds = [-confusion.EPSILON] + inner + [1.0 + confusion.EPSILON]
         shape = (len(self.thresholds),)
-        self.true_positives = self.add_variable(shape, "true_positives")
-        self.false_positives = self.add_variable(shape, "false_positives")
-        self.true_negatives = self.add_variable(shape, "true_negatives")
-        self.false_negatives = self.add_variable(shape, "false_negatives")
+        self.true_positives = self.add_accumulator(shape, "true_positives")
+        self.false_positives = self.add_accumulator(shape, "false_positives")
+        self.true_negatives = self.add_accumulator(shape, "true_negatives")
+        self.false_negatives = self.add_accumulator(shape, "false_negatives")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         counts = confusion.confusion_counts(y_true, y_pred, self.thresholds, sample_weight,
@@ -91,7 +93,7 @@ class _OperatingPoint(base.Metric):
 
     def _best(self, constrained, dependent):
         feasible = constrained >= self.value
-        return float(np.max(np.where(feasible, dependent, 0.0), initial=0.0))
+        return self.result_tensor(np.max(np.where(feasible, dependent, 0.0), initial=0.0))
 
     def get_config(self):
         return {**super().get_config(), "num_thresholds": self.num_thresholds,
@@ -174,14 +176,14 @@ class FBetaScore(base.Metric):
         self._vars = None
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        t = np.asarray(base.raw(y_true), "float64")
-        p = np.asarray(base.raw(y_pred), "float64")
+        t = np.asarray(backend_module.convert_to_numpy(base.raw(y_true)), "float64")
+        p = np.asarray(backend_module.convert_to_numpy(base.raw(y_pred)), "float64")
         if p.ndim != 2:
             raise ValueError(f"{self.name}: expects (batch, classes) inputs. Received: "
                              f"y_pred.shape={p.shape}")
         if self._vars is None:
             n = 1 if self.average == "micro" else p.shape[-1]
-            self._vars = [self.add_variable((n,), name) for name in (
+            self._vars = [self.add_accumulator((n,), name) for name in (
                 "true_positives", "false_positives", "false_negatives", "intermediate_weights")]
         if self.threshold is None:
             pred = (p >= p.max(-1, keepdims=True)) & (np.abs(p) > 1e-9)
@@ -189,7 +191,9 @@ class FBetaScore(base.Metric):
             pred = p > self.threshold
         pred = pred.astype("float64")
         w = np.ones((p.shape[0], 1)) if sample_weight is None else np.asarray(
-            base.raw(sample_weight), "float64").reshape(-1, 1)
+            backend_module.convert_to_numpy(base.raw(sample_weight)), "float64")
+        w = np.broadcast_to(w.reshape(-1, 1) if w.ndim == 1 else w, p.shape)  # per sample or
+        # per (sample, class)
         axis = None if self.average == "micro" else 0
         tp, fp, fn, tw = self._vars
         for var, val in ((tp, pred * t), (fp, pred * (1 - t)), (fn, (1 - pred) * t), (tw, t)):
@@ -197,7 +201,7 @@ class FBetaScore(base.Metric):
 
     def result(self):
         if self._vars is None:
-            return 0.0
+            return self.result_tensor(0.0)
         tp, fp, fn, tw = (np.asarray(v.numpy(), "float64") for v in self._vars)
         eps = 1e-7
         precision = tp / (tp + fp + eps)
@@ -205,10 +209,10 @@ class FBetaScore(base.Metric):
         b2 = self.beta ** 2
         f = precision * recall / (b2 * precision + recall + eps) * (1 + b2)
         if self.average == "weighted":
-            return float((f * tw / (tw.sum() + eps)).sum())
+            return self.result_tensor((f * tw / (tw.sum() + eps)).sum())
         if self.average is not None:
-            return float(f.mean())
-        return f.tolist()
+            return self.result_tensor(f.mean())
+        return self.result_tensor(f)
 
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype, "average": self.average,

@@ -3,7 +3,10 @@
 ``Model(inputs, outputs)`` walks the `Node`s back from ``outputs`` to ``inputs`` (Keras's
 algorithm: a depth-first walk, then depths so that every node runs after its parents) and, when
 called, replays the nodes in that order on real Tensors. Layers may be shared (called more than
-once) and models may be nested as layers.
+once) and models may be nested as layers. ``inputs`` and ``outputs`` may be nested structures
+(dicts, lists, tuples); a call returns the outputs in that structure. Inputs may also be
+intermediate tensors of another graph: that part of the graph is then copied onto new inputs
+(`kerasrs.models.functional_graph.slice_graph`), sharing its layers.
 """
 
 import collections
@@ -14,7 +17,7 @@ from kerasrs.layers import serialization
 from kerasrs.layers.base import Layer
 from kerasrs.layers.input_layer import InputLayer
 from kerasrs.layers.node import SymbolicTensor, map_structure
-from kerasrs.models import functional_config
+from kerasrs.models import functional_config, functional_graph
 from kerasrs.models.model import Model
 from kerasrs.saving import weights_h5
 from kerasrs.trainers import trainer
@@ -44,18 +47,16 @@ class Functional(Model):
     def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
         Layer.__init__(self, name=name, trainable=trainable, **kwargs)
         trainer.Trainer.__init__(self)
-        self._inputs_struct, self._outputs_struct = inputs, outputs
-        self.inputs = autodiff._flatten(inputs)
-        self.outputs = autodiff._flatten(outputs)
-        for kind, tensors in (("inputs", self.inputs), ("outputs", self.outputs)):
-            for t in tensors:
+        for kind, tensors in (("inputs", inputs), ("outputs", outputs)):
+            for t in autodiff._flatten(tensors):
                 if not isinstance(t, SymbolicTensor) or t._keras_history is None:
                     raise ValueError(f"{self.name}: {kind} must be symbolic tensors made from "
                                      f"layers.Input. Received: {t!r}")
-        for t in self.inputs:
-            if not isinstance(t._keras_history[0], InputLayer):
-                raise ValueError(f"{self.name}: every input must come straight from layers.Input"
-                                 f". Received: a tensor made by layer {t._keras_history[0].name!r}")
+        if not all(_is_input_tensor(t) for t in autodiff._flatten(inputs)):
+            inputs, outputs = functional_graph.slice_graph(inputs, outputs)
+        self._inputs_struct, self._outputs_struct = inputs, outputs
+        self.inputs = autodiff._flatten(inputs)
+        self.outputs = autodiff._flatten(outputs)
         self._layers, self._execution_order = _build_graph(self.name, self.inputs, self.outputs)
         counts = collections.Counter(layer.name for layer in self._layers)
         repeated = sorted(name for name, n in counts.items() if n > 1)
@@ -66,15 +67,33 @@ class Functional(Model):
         self._node_set = set(self._execution_order) | {t._keras_history[0]._inbound_nodes[0]
                                                        for t in self.inputs}
         self._node_index = _relative_node_indices(self._layers, self._node_set)
+        self._optional = [t._keras_history[0].optional for t in self.inputs]
         self.input_names = [t._keras_history[0].name for t in self.inputs]
-        self.output_names = list(outputs) if isinstance(outputs, dict) else \
-            _unique([t._keras_history[0].name for t in self.outputs])
+        self.output_names = [t._keras_history[0].name for t in self.outputs]  # as Keras: flat
         self.built = True
 
     @property
     def layers(self):
-        """Every layer of the graph, input layers included, in Keras's (depth) order."""
+        """The graph's layers, input layers included, in Keras's (depth) order; the ops
+        recorded from `kerasrs.ops` calls and operators on symbolic tensors are not layers here
+        (as in Keras), they are in `operations`."""
+        return [layer for layer in self._layers if not getattr(layer, "_op_layer", False)]
+
+    @property
+    def operations(self):
+        """Every operation of the graph: input layers, layers and recorded ops, in Keras's
+        (depth) order."""
         return list(self._layers)
+
+    @property
+    def input(self):
+        """The symbolic inputs, in the structure given to the constructor."""
+        return self._inputs_struct
+
+    @property
+    def output(self):
+        """The symbolic outputs, in the structure given to the constructor."""
+        return self._outputs_struct
 
     @property
     def input_shape(self):
@@ -98,31 +117,38 @@ class Functional(Model):
                                  node.call_args)
             node_kwargs = map_structure(
                 lambda v: values[id(v)] if isinstance(v, SymbolicTensor) else v, node.call_kwargs)
-            outs = node.layer(*args, **kwargs, **node_kwargs)
+            if kwargs:  # the call's `training` wins over one recorded in the graph (as Keras)
+                node_kwargs.update(kwargs)
+            outs = node.layer(*args, **node_kwargs)
             for t, out in zip(node.outputs, autodiff._flatten(outs)):
                 values[id(t)] = out
-        return autodiff._pack(self._outputs_struct, iter([values[id(t)] for t in self.outputs]))
+        outputs = self._outputs_struct
+        packed = autodiff._pack(outputs, iter([values[id(t)] for t in self.outputs]))
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            return packed[0]  # as Keras (unpack_singleton): `Model(x, [y])` returns y's value
+        return packed
 
     def _standardize_inputs(self, inputs):
         """The inputs as a flat list in `inputs` order, converted and shape-checked."""
         n = len(self.inputs)
+        struct = self._inputs_struct
         if isinstance(inputs, dict):
-            keys = list(self._inputs_struct) if isinstance(self._inputs_struct, dict) else \
-                self.input_names
+            keys = list(struct) if isinstance(struct, dict) else self.input_names
             missing = [k for k in keys if k not in inputs]
             if missing:
                 raise ValueError(f"{self.name}: missing inputs {missing}; the model's inputs are "
                                  f"{keys}. Received: keys {list(inputs)}")
             flat = autodiff._flatten({k: inputs[k] for k in keys}) if isinstance(
-                self._inputs_struct, dict) else [inputs[k] for k in keys]
-        elif isinstance(inputs, (list, tuple)) and n > 1:
-            flat = list(inputs)
+                struct, dict) else [inputs[k] for k in keys]
+        elif isinstance(inputs, (list, tuple)) and (n > 1 or isinstance(struct, (list, tuple))):
+            flat = autodiff._flatten(inputs)
         else:
             flat = [inputs]
         if len(flat) != n:
             raise ValueError(f"{self.name}: expected {n} inputs ({self.input_names}). Received: "
                              f"{len(flat)} inputs")
-        return [check_input(self.name, i, t, x) for i, (t, x) in enumerate(zip(self.inputs, flat))]
+        return [check_input(self.name, i, t, x, optional)
+                for i, (t, x, optional) in enumerate(zip(self.inputs, flat, self._optional))]
 
     # -- configuration --------------------------------------------------------------------------
     def get_config(self):
@@ -149,8 +175,8 @@ class Functional(Model):
             return [layer.name, self._node_index[id(layer._inbound_nodes[index])], tensor_index]
 
         return {"name": self.name, "trainable": self.trainable, "layers": layers,
-                "input_layers": _map_io(triple, self._inputs_struct),
-                "output_layers": _map_io(triple, self._outputs_struct)}
+                "input_layers": map_structure(triple, self._inputs_struct),
+                "output_layers": map_structure(triple, self._outputs_struct)}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
@@ -167,19 +193,47 @@ serialization.MODEL_CLASSES.update(Model=Functional, Functional=Functional)
 weights_h5.register_model_class(Functional, graph=True)
 
 
-def check_input(model_name, index, spec, x):
-    """``x`` as a Tensor of the input's dtype (cast if needed), checked against its shape."""
+def check_input(model_name, index, spec, x, optional=False):
+    """``x`` as a Tensor of the input's dtype (cast if needed), checked against its shape
+    except the batch axis (as Keras's model input specs: an Input with ``batch_size`` takes
+    other batch sizes too).
+
+    As in Keras, a rank one above the input's with a last axis of size 1 is squeezed, and a
+    rank one below it is expanded when the input's last axis has size 1. ``None`` is passed
+    through for an ``optional`` input.
+
+    Raises:
+        ValueError: for None at an input that is not optional, or an incompatible shape.
+    """
+    if x is None:
+        if optional:
+            return None
+        raise ValueError(f"{model_name}: The input {spec._keras_history[0].name!r} is not "
+                         f"optional, but None was passed. Please provide a valid tensor "
+                         f"(or make it Input(..., optional=True)). Received: None at input "
+                         f"{index}")
     if not isinstance(x, autodiff.Tensor):
         x = autodiff.convert_to_tensor(x)
-    shape, expected = tuple(x.shape), spec.shape
+    received = shape = tuple(x.shape)
+    expected = spec.shape
+    if len(shape) != len(expected) and expected:
+        if len(shape) == len(expected) + 1 and shape[-1] == 1:
+            x = ops.squeeze(x, axis=-1)
+        elif len(shape) == len(expected) - 1 and expected[-1] == 1:
+            x = ops.expand_dims(x, axis=-1)
+        shape = tuple(x.shape)
     if len(shape) != len(expected) or any(e is not None and e != s
-                                          for e, s in zip(expected, shape)):
+                                          for e, s in zip(expected[1:], shape[1:])):
         raise ValueError(f"{model_name}: input {index} ({spec._keras_history[0].name!r}) is "
                          f"incompatible with the model: expected shape {expected} (None: any "
-                         f"size). Received: input shape {shape}")
+                         f"size). Received: input shape {received}")
     if x.dtype.name != spec.dtype:  # e.g. integer or float64 data for a float32 input
         x = ops.cast(x, spec.dtype)
     return x
+
+
+def _is_input_tensor(t):
+    return isinstance(t._keras_history[0], InputLayer)
 
 
 def _build_graph(model_name, inputs, outputs):
@@ -251,14 +305,6 @@ def _relative_node_indices(layers, node_set):
     return index
 
 
-def _unique(names):
-    seen, out = collections.Counter(), []
-    for name in names:
-        out.append(name if not seen[name] else f"{name}_{seen[name]}")
-        seen[name] += 1
-    return out
-
-
 def _if_tensor(fn):
     return lambda v: fn(v) if isinstance(v, SymbolicTensor) else v
 
@@ -271,12 +317,3 @@ def _jsonable(x):
     if isinstance(x, dict):
         return {k: _jsonable(v) for k, v in x.items()}
     return x
-
-
-def _map_io(fn, struct):
-    if isinstance(struct, SymbolicTensor):
-        return fn(struct)
-    if isinstance(struct, dict):
-        return {k: fn(v) for k, v in struct.items()}
-    return [fn(t) for t in struct]
-

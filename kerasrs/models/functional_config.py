@@ -54,11 +54,19 @@ def rebuild(config, custom_objects=None):
 
 
 def _map_triples(fn, spec):
+    """``fn`` applied to every ``[layer name, node index, tensor index]`` of a (nested)
+    ``input_layers``/``output_layers`` spec; dicts, lists and tuples keep their type, so a
+    config from `get_config` gives back the same structure (a JSON file has lists only)."""
     if isinstance(spec, dict):
-        return {k: fn(v) for k, v in spec.items()}
-    if spec and isinstance(spec[0], str):
+        return {k: _map_triples(fn, v) for k, v in spec.items()}
+    if _is_triple(spec):
         return fn(spec)
-    return [fn(t) for t in spec]
+    return type(spec)(_map_triples(fn, t) for t in spec)
+
+
+def _is_triple(spec):
+    return isinstance(spec, (list, tuple)) and len(spec) in (3, 4) and \
+        isinstance(spec[0], str) and isinstance(spec[1], int)
 
 
 def _standard_node(node):

@@ -14,6 +14,8 @@ subclass's bases, so the model is a ``MyModel`` and a `Functional` at once.
 """
 
 import inspect
+import re
+import warnings
 
 import numpy as np
 
@@ -69,25 +71,29 @@ class Model(trainer.Trainer, Layer):
         return self._sublayers()
 
     def get_layer(self, name=None, index=None):
-        """The layer called ``name``, or at position ``index`` of `layers`.
+        """The layer called ``name``, or at position ``index`` of `layers` (for a functional
+        model, the recorded ops are not layers: see ``operations``).
 
         Raises:
             ValueError: if neither or both are given, or no layer matches (listing the names).
         """
         if (name is None) == (index is None):
-            raise ValueError(f"{self.name}.get_layer: give exactly one of `name` and `index`. "
-                             f"Received: name={name!r}, index={index!r}")
+            raise ValueError(f"{self.name}.get_layer: give exactly one of `name` and `index` "
+                             f"(Provide either a layer name or layer index). Received: "
+                             f"name={name!r}, index={index!r}")
         layers = self.layers
         if index is not None:
             if not -len(layers) <= index < len(layers):
-                raise ValueError(f"{self.name}.get_layer: index {index} is out of range for "
+                raise ValueError(f"{self.name}.get_layer: index {index} is out of range: Was "
+                                 f"asked to retrieve layer at index {index} but model only has "
                                  f"{len(layers)} layers. Received: index={index}")
             return layers[index]
         for layer in layers:
             if layer.name == name:
                 return layer
-        raise ValueError(f"{self.name}.get_layer: no layer named {name!r}. Layers: "
-                         f"{[layer.name for layer in layers]}. Received: name={name!r}")
+        raise ValueError(f"{self.name}.get_layer: no layer named {name!r} (No such layer: "
+                         f"{name}). Existing layers are: {[layer.name for layer in layers]}. "
+                         f"Received: name={name!r}")
 
     def build(self, input_shape=None):
         """Build a subclassed model by running ``call`` once on zeros of ``input_shape``
@@ -157,6 +163,43 @@ class Model(trainer.Trainer, Layer):
     _from_config_takes_custom_objects = True
 
     # -- saving: implemented in kerasrs.saving ---------------------------------------------------
+    def quantize(self, mode=None, type_check=True, config=None, filters=None):
+        """Quantize every layer of the built model that supports it (`Dense`, `EinsumDense`,
+        `Embedding`...; others are skipped with a warning), as Keras's ``Model.quantize``.
+
+        Args:
+            mode: "int8", "int4" or "float8" (or given by ``config``).
+            config: a `kerasrs.quantizers.QuantizationConfig`.
+            filters: a regex (or list of them) on layer names, or a callable ``layer -> bool``;
+                only matching layers are quantized.
+
+        Raises:
+            ValueError: for bad arguments (see `Layer.quantize`).
+            NotImplementedError: for "gptq"/"awq": their calibration on a dataset is not
+                implemented in kerasrs (a layer's ``quantize("gptq", config)`` gives the layout).
+        """
+        if config.mode in ("gptq", "awq"):
+            raise NotImplementedError(f"{self.name}: {config.mode.upper()} calibration of a "
+                                      "model is not implemented in kerasrs; GPTQ/AWQ-quantized "
+                                      "Keras files load and run.")
+        if filters is not None and not isinstance(filters, (str, list, tuple)) and \
+                not callable(filters):
+            raise ValueError(f"{self.name}: The `filters` argument must be a regex string, a list "
+                             f"of regex strings, or a callable. Received: {type(filters)}")
+        for layer in self._flatten_layers():
+            if layer is self or len(layer._flatten_layers()) > 1 or \
+                    not _name_matches(layer, filters):
+                continue
+            try:
+                layer.quantize(mode, type_check=type_check, config=config)
+            except NotImplementedError as e:
+                warnings.warn(str(e), stacklevel=2)
+
+    def _check_quantize_args(self, mode, compute_dtype):
+        if not self.built:
+            raise ValueError(f"Cannot quantize a layer that isn't yet built. Layer "
+                             f"'{self.name}' (of type '{type(self).__name__}') is not built yet.")
+
     def save(self, filepath, overwrite=True, **kwargs):
         """Save architecture, weights, compile settings and optimizer state to ``.keras`` or
         ``.h5`` (see `kerasrs.saving.save_model`). Under a `kerasrs.distribution.DataParallel`
@@ -226,3 +269,14 @@ def _zeros_like_shape(shape, dtype):
 
 base_layer._BASE_GET_CONFIGS.add(Model.get_config)
 weights_h5.register_model_class(Model)
+
+
+def _name_matches(layer, filters):
+    """Keras's quantization filter: a regex or regexes searched in the name, or a callable."""
+    if filters is None:
+        return True
+    if isinstance(filters, str):
+        filters = [filters]
+    if isinstance(filters, (list, tuple)):
+        return any(re.search(f, layer.name) for f in filters)
+    return bool(filters(layer))

@@ -121,6 +121,14 @@ class Sequential(Model):
             x = layer(x) if training is None else layer(x, training=training)
         return x
 
+    def compute_output_shape(self, input_shape):
+        """Chained through the layers' own shape rules, so that a nested Sequential with unknown
+        sides is not probed on tiny inputs (a strided 'valid' stem cannot run on them)."""
+        shape = tuple(input_shape)
+        for layer in self.layers:
+            shape = layer.compute_output_shape(shape)
+        return shape
+
     def _check_input_structure(self, method, x):
         """A Sequential model takes one array: a dict or a list of inputs is an error here,
         not a confusing one deep in the first layer."""
@@ -160,10 +168,6 @@ class Sequential(Model):
     def output_shape(self):
         return None if self._output_tensor is None else self._output_tensor.shape
 
-    @property
-    def output_names(self):
-        return [self.layers[-1].name] if self.layers else []
-
     # -- configuration --------------------------------------------------------------------------
     def get_config(self):
         """Keras's Sequential config: the input layer first, then every layer."""
@@ -183,15 +187,22 @@ class Sequential(Model):
         """A new Sequential model from `get_config`'s dict (built if the input is known)."""
         model = cls(name=config.get("name"), trainable=config.get("trainable", True),
                     dtype=config.get("dtype"))
+        builds = []
         for entry in config["layers"]:  # built below, inside the model's name scope
-            entry = {k: v for k, v in entry.items() if k != "build_config"}
-            model.add(serialization.deserialize(entry, custom_objects), rebuild=False)
+            layer = serialization.deserialize(
+                {k: v for k, v in entry.items() if k != "build_config"}, custom_objects)
+            model.add(layer, rebuild=False)
+            builds.append((layer, entry.get("build_config")))
         if not model._layers or not isinstance(model._layers[0], InputLayer):
             shape = config.get("build_input_shape")
             if shape is not None:
                 model.build(tuple(shape))
                 return model
         model._maybe_rebuild()
+        if not model.built:  # a model saved unbuilt, its layers built one by one: as they were
+            for layer, build in builds:
+                if build and not layer.built:
+                    layer.build_from_config(build)
         return model
 
     _from_config_takes_custom_objects = True

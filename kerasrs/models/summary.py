@@ -61,7 +61,7 @@ def _rows(model, functional, show_trainable, expand_nested, model_class, prefix=
     """One row per layer: name (type), output shape, params, [connected to], [trainable];
     the layers of nested models (instances of ``model_class``) below theirs when asked."""
     rows = []
-    for layer in model.layers:
+    for layer in getattr(model, "operations", model.layers):  # a graph's ops too, as Keras
         row = [f"{prefix}{layer.name} ({type(layer).__name__})",
                _output_shape_text(layer, model if functional else None),
                f"{layer.count_params():,}" if layer.built else "0 (unbuilt)"]

@@ -79,10 +79,11 @@ from kerasrs.ops.statistics import (  # noqa: F401
 from kerasrs.ops.windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
 
 from kerasrs.ops import dispatch as _dispatch  # noqa: F401  (read by kerasrs.api_objects)
-from kerasrs.ops import linalg, nn, numpy  # noqa: F401  (Keras's namespaces)
+from kerasrs.ops import image, linalg, nn, numpy  # noqa: F401  (Keras's namespaces)
 
 # every op imported above (the namespaces and the concept modules are modules, not ops)
 __all__ = sorted(_name for _name, _value in globals().items()
                  if not _name.startswith("_") and not isinstance(_value, _types.ModuleType))
 
 from kerasrs.autodiff import no_grad  # noqa: E402,F401  (kerasrs.no_grad; not a Keras op)
+from kerasrs.ops.custom_gradient import custom_gradient  # noqa: E402,F401  (a decorator)

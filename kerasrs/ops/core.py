@@ -4,19 +4,34 @@ Each op is a `Function` pair (forward on arrays, backward returning one gradient
 plus the public function with Keras's name. Broadcast gradients are reduced by the engine.
 """
 
+import operator
+
 import numpy as np
 
+from kerasrs import context
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+from kerasrs.backend import numpy_dtype
 from kerasrs.backend.dtypes import INDEX, result_dtype
 from kerasrs.ops.dispatch import op
-from kerasrs.ops.promotion import float_array, promote, promote_all, promote_float
+from kerasrs.ops.promotion import promote, promote_all, promote_float
 
 EPSILON = 1e-7  # Keras's backend.epsilon(): probabilities are clipped to [EPSILON, 1 - EPSILON]
 
 
+_tracers_var = context.tracers
+
+
 def constant(data, backend):
-    """A Tensor that no tape records: the result of a non-differentiable op."""
-    return Tensor(data, backend=backend)
+    """A Tensor that no tape records: the result of a non-differentiable op. While
+    `kerasrs.graph` traces, its array is declared a constant of the graph (made from shapes
+    and Python values, as creation ops make it); values computed from traced tensors must come
+    from registered ops instead."""
+    t = Tensor(data, backend=backend)
+    tracers = _tracers_var.get()
+    if tracers:
+        for tracer in tracers:
+            tracer.declare_constant(t.data)
+    return t
 
 
 def raw(x):
@@ -26,21 +41,57 @@ def raw(x):
 
 def indices(array, backend):
     """A Tensor of indices or counts (argmax, argsort, nonzero...): int32, as in Keras
-    (`kerasrs.backend.dtypes.INDEX`), whatever integer NumPy returned."""
-    return Tensor(array.astype(INDEX, copy=False), backend=backend)
+    (`kerasrs.backend.dtypes.INDEX`), whatever integer NumPy returned. Computed on the host:
+    a constant of a traced graph (ops that trace register a `no_gradient_op` instead)."""
+    return constant(array.astype(INDEX, copy=False), backend)
 
 
 def no_gradient(x, fn):
-    """The Tensor ``fn(xp, array)`` of ``x``'s values, with no gradient (an index, a count...)."""
+    """The Tensor ``fn(xp, array)`` of ``x``'s values, with no gradient (an index, a count...).
+    Computed on the raw array: while `kerasrs.graph` traces, this is a host read of ``x``."""
     x = convert_to_tensor(x)
+    x._report_host_read("a computation without a graph op")
     return constant(fn(x.backend.xp, x.data), x.backend)
+
+
+# -- ops without a gradient ----------------------------------------------------------------------
+NO_GRADIENT_OPS = {}  # name -> compute(xp, *arrays, **params): comparisons, argmax, rounding...
+
+
+class NoGradient(Function):
+    """A non-differentiable op: ``NO_GRADIENT_OPS[name](xp, *arrays, **params)``, whose backward
+    gives no gradient to any input. A Function (not a constant) so that graphs record it
+    (`kerasrs.graph` registers every entry of `NO_GRADIENT_OPS` under its name)."""
+
+    def __init__(self, name, **params):
+        self.name, self.params = name, params
+
+    def forward(self, *arrays):
+        self.n_inputs = len(arrays)
+        return NO_GRADIENT_OPS[self.name](self.xp, *arrays, **self.params)
+
+    def backward(self, gy):
+        return (None,) * self.n_inputs
+
+
+def no_gradient_op(name, compute):
+    """Register ``compute(xp, *arrays, **params)`` as the op ``name`` without a gradient;
+    returns ``apply(*inputs, **params) -> Tensor``."""
+    NO_GRADIENT_OPS[name] = compute
+    return lambda *inputs, **params: NoGradient(name, **params).apply(*inputs)
+
+
+# the dtype is a param (not floatx() read at run time), so a replayed graph casts as the trace did
+_to_float = no_gradient_op("to_float", lambda xp, a, dtype: a.astype(numpy_dtype(dtype)))
 
 
 def to_float(x):
     """``x`` as a Tensor, integers and bools cast to ``floatx()`` (as Keras's float-valued ops
     do: `kerasrs.backend.dtypes.float_type`)."""
     x = convert_to_tensor(x)
-    return constant(float_array(x.data), x.backend) if x.dtype.kind in "iub" else x
+    if x.dtype.kind not in "iub":
+        return x
+    return _to_float(x, dtype=result_dtype(x.dtype, float).name)
 
 
 def sorted_axes(op, x, axis):
@@ -169,8 +220,11 @@ def negative(x):
 @op
 def floor_divide(x1, x2):
     """Elementwise ``x1 // x2``. Piecewise constant, so no gradient flows."""
-    x1, x2 = _pair(x1, x2)
-    return constant(x1.data // x2.data, x1.backend)
+    return _floor_divide(*_pair(x1, x2))
+
+
+_floor_divide = no_gradient_op("floor_divide", lambda xp, a, b: operator.floordiv(
+    *promoted_pair(xp, a, b)))
 
 
 class Mod(Function):
@@ -194,34 +248,43 @@ def mod(x1, x2):
 
 
 def _pair(x1, x2):
-    """``x1`` and ``x2`` as Tensors of their promoted dtype, on the backend of the one that is a
-    Tensor (Python scalars are weak: ``int_tensor < 2.5`` compares in float32)."""
-    if isinstance(x1, Tensor) and isinstance(x2, Tensor) and x1.dtype == x2.dtype:
-        return x1, x2  # the common case: nothing to promote
+    """``x1`` and ``x2`` as the inputs of a two-input op that promotes them in its forward
+    (`promoted_pair`, so a replayed graph promotes as eager code did): Tensors as they are,
+    Python scalars left weak (``int_tensor < 2.5`` compares in float32), anything else a
+    constant on the backend of the one that is a Tensor."""
+    if isinstance(x1, Tensor) and isinstance(x2, Tensor):
+        return x1, x2  # the common case
     t = x1 if isinstance(x1, Tensor) else x2 if isinstance(x2, Tensor) else None
-    a, b = (_operand(x1), _operand(x2))
-    a, b = promote(a, b)
-    be = t.backend if t is not None else convert_to_tensor(a).backend
-    if not hasattr(a, "dtype"):
-        a = be.xp.asarray(a, dtype=b.dtype)
-    if not hasattr(b, "dtype"):
-        b = be.xp.asarray(b, dtype=a.dtype)
-    return Tensor(a, backend=be), Tensor(b, backend=be)
+    return _operand(x1, t), _operand(x2, t)
 
 
-def _operand(x):
-    """A Tensor's array, a Python scalar as it is (weak), anything else converted."""
-    if isinstance(x, Tensor):
-        return x.data
-    if type(x) in (bool, int, float):
+def _operand(x, ref):
+    """A Tensor or Python scalar (weak) as it is, anything else a constant Tensor (on ``ref``'s
+    backend when ``ref`` is a Tensor)."""
+    if isinstance(x, Tensor) or type(x) in (bool, int, float):
         return x
-    return convert_to_tensor(x).data
+    t = convert_to_tensor(x)
+    return constant(t.data, t.backend if ref is None else ref.backend)
+
+
+def promoted_pair(xp, a, b):
+    """Inside an op's forward: arrays ``a`` and ``b`` (or Python scalars) cast to their promoted
+    dtype (`promote`); a Python scalar left then becomes an array of the other's dtype."""
+    if getattr(a, "dtype", None) is getattr(b, "dtype", False):
+        return a, b  # the common case: two arrays of one dtype
+    a, b = promote(a, b)
+    if not hasattr(a, "dtype"):
+        a = xp.asarray(a, dtype=b.dtype)
+    if not hasattr(b, "dtype"):
+        b = xp.asarray(b, dtype=a.dtype)
+    return a, b
 
 
 def _compare(name, compare):
+    apply = no_gradient_op(name, lambda xp, a, b: compare(*promoted_pair(xp, a, b)))
+
     def fn(x1, x2):
-        x1, x2 = _pair(x1, x2)
-        return constant(compare(x1.data, x2.data), x1.backend)
+        return apply(*_pair(x1, x2))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise comparison ``{name}``: a bool Tensor. No gradient flows."
@@ -241,8 +304,10 @@ logical_or = _compare("logical_or", lambda a, b: a.astype(bool) | b.astype(bool)
 @op
 def logical_not(x):
     """Elementwise boolean not. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(~x.data.astype(bool), x.backend)
+    return _logical_not(convert_to_tensor(x))
+
+
+_logical_not = no_gradient_op("logical_not", lambda xp, a: ~a.astype(bool))
 
 
 # -- matmul ------------------------------------------------------------------------------------

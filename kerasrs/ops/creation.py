@@ -11,7 +11,7 @@ import builtins
 import numpy as np
 
 from kerasrs import backend as backend_module
-from kerasrs.autodiff import Tensor, convert_to_tensor
+from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.ops import core, layout
 from kerasrs.ops import math as ops_math
 from kerasrs.ops.core import constant, to_float
@@ -26,6 +26,37 @@ def from_numpy(values, dtype=None):
     """A constant Tensor on the default backend from host values (``dtype`` default floatx)."""
     be = backend_module.get()
     return constant(be.asarray(np.asarray(values).astype(_dtype(dtype))), be)
+
+
+class DropoutMask(Function):
+    """An inverted-dropout multiplier of ``shape``: 0 with probability ``rate``, else
+    ``1 / (1 - rate)``, from the backend's counter-based Philox kernel (``dropout_mask``: the
+    same bits on NumPy and CuPy). No gradient.
+
+    With ``seed`` (an int) the key is the seed and the counter offset the one input (an int64
+    0-d array: the number of masks drawn before, kept by the caller); without, there is no input
+    and each mask takes a fresh key from `kerasrs.backend.dropout_seed` (the host stream that
+    ``set_random_seed`` seeds). A Function, not a constant, so that a graph records it: a
+    replayed step then draws masks exactly as the eager step would.
+    """
+
+    def __init__(self, shape, rate, dtype, seed=None):
+        self.shape, self.rate = tuple(int(n) for n in shape), float(rate)
+        self.dtype = backend_module.standardize_dtype(dtype).name
+        self.seed = None if seed is None else int(seed) % 2 ** 64
+
+    def forward(self, *offset):
+        self.n_inputs = len(offset)
+        if self.rate >= 1:
+            return self.xp.zeros(self.shape, self.dtype)
+        if self.seed is None:
+            key, at = backend_module.dropout_seed(), 0
+        else:
+            key, at = self.seed, int(offset[0])
+        return self.backend.dropout_mask(self.shape, self.rate, key, at, self.dtype)
+
+    def backward(self, gy):
+        return (None,) * self.n_inputs
 
 
 def _shape_arg(who, shape):
@@ -131,16 +162,19 @@ def one_hot(x, num_classes, axis=-1, dtype=None, sparse=False):
     """
     x = convert_to_tensor(x)
     if x.dtype.kind == "f" or x.dtype.name == "bfloat16":  # Keras casts float ids to int
-        x = Tensor(x.data.astype("int64"), backend=x.backend)
+        x = ops_math.cast(x, "int64")
     if x.dtype.kind not in "iu":
         raise TypeError(f"one_hot: class ids must be numbers. Received: dtype {x.dtype}")
     if int(num_classes) < 1 or sparse or not -(x.ndim + 1) <= axis <= x.ndim:
         raise ValueError(f"one_hot: needs num_classes >= 1, an axis in [-{x.ndim + 1}, "
                          f"{x.ndim}] and sparse=False. Received: num_classes={num_classes}, "
                          f"axis={axis}, sparse={sparse}, shape {x.shape}")
-    xp = x.backend.xp
-    hot = (x.data[..., None] == xp.arange(int(num_classes))).astype(_dtype(dtype))
-    return constant(xp.moveaxis(hot, -1, axis), x.backend)
+    return _one_hot(x, num_classes=int(num_classes), axis=int(axis), dtype=_dtype(dtype).name)
+
+
+_one_hot = core.no_gradient_op(
+    "one_hot", lambda xp, x, num_classes, axis, dtype: xp.moveaxis(
+        (x[..., None] == xp.arange(num_classes)).astype(dtype), -1, axis))
 
 
 @op

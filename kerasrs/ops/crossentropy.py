@@ -190,6 +190,8 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
         if int(low) < 0 or int(high) >= classes:
             raise ValueError(f"{op}: labels must be in [0, {classes}). Received: labels from "
                              f"{int(low)} to {int(high)}")
+    if labels.dtype != np.int64 and target.backend is output.backend:
+        labels = ops_math.cast(target, "int64").data  # an op: a traced step casts every batch
     labels = labels.astype("int64", copy=False)
     if from_logits:
         return SparseSoftmaxCrossEntropy(labels).apply(output)

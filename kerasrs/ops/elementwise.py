@@ -9,7 +9,7 @@ comparisons and integer ops return Tensors that no gradient flows through.
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
-from kerasrs.ops.core import _pair, constant, to_float
+from kerasrs.ops.core import _pair, constant, no_gradient_op, promoted_pair, to_float
 from kerasrs.ops.math import Unary, _quiet, erf
 from kerasrs.ops.dispatch import op
 from kerasrs.ops.promotion import float_array, promote, promote_float
@@ -195,14 +195,20 @@ divide_no_nan = _binary(
 
 # -- no gradient: rounding, tests, integer and bitwise ops --------------------------------------
 def _plain(name, compute, doc, promotion=None):
-    """A public op without gradient: ``compute(xp, *arrays)`` on the input(s); two inputs are
-    promoted (`kerasrs.ops.core._pair`), then cast by ``promotion`` if given."""
+    """A public op without gradient: ``compute(xp, *arrays)`` on the input(s), a registered
+    `no_gradient_op`. Two inputs are promoted inside it (`kerasrs.ops.core.promoted_pair`,
+    then ``promotion`` if given), so a replayed graph promotes as eager code did."""
+    def run(xp, *arrays):
+        if len(arrays) == 2:
+            arrays = promoted_pair(xp, *arrays)
+            if promotion is not None:
+                arrays = promotion(*arrays)
+        return compute(xp, *arrays)
+
+    apply = no_gradient_op(name, run)
+
     def fn(*args):
-        ts = _pair(*args) if len(args) == 2 else [convert_to_tensor(a) for a in args]
-        arrays = [t.data for t in ts]
-        if promotion is not None:
-            arrays = promotion(*arrays)
-        return constant(compute(ts[0].backend.xp, *arrays), ts[0].backend)
+        return apply(*(_pair(*args) if len(args) == 2 else map(convert_to_tensor, args)))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc + " No gradient flows."
@@ -244,5 +250,7 @@ right_shift = _plain("right_shift", lambda xp, a, b: xp.right_shift(a, b), "``x1
 @op
 def round(x, decimals=0):  # noqa: A001  (Keras's name)
     """Elementwise rounding to ``decimals`` places, halves to even. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.round(x.data, decimals), x.backend)
+    return _round(convert_to_tensor(x), decimals=int(decimals))
+
+
+_round = no_gradient_op("round", lambda xp, a, decimals: xp.round(a, decimals))

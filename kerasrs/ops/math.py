@@ -6,7 +6,8 @@ import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.backend import is_float_dtype, standardize_dtype
-from kerasrs.ops.core import constant, indices, no_gradient
+from kerasrs.backend.dtypes import INDEX
+from kerasrs.ops.core import indices, no_gradient, no_gradient_op
 from kerasrs.ops.dispatch import op
 from kerasrs.ops.promotion import promote
 
@@ -99,29 +100,37 @@ def erf(x):
 @op
 def isnan(x):
     """Elementwise ``x != x``: a bool Tensor. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.isnan(x.data), x.backend)
+    return _isnan(convert_to_tensor(x))
+
+
+_isnan = no_gradient_op("isnan", lambda xp, a: xp.isnan(a))
 
 
 @op
 def isfinite(x):
     """Elementwise "neither inf nor NaN": a bool Tensor. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.isfinite(x.data), x.backend)
+    return _isfinite(convert_to_tensor(x))
+
+
+_isfinite = no_gradient_op("isfinite", lambda xp, a: xp.isfinite(a))
 
 
 @op
 def isinf(x):
     """Elementwise ``|x| == inf``: a bool Tensor. No gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.isinf(x.data), x.backend)
+    return _isinf(convert_to_tensor(x))
+
+
+_isinf = no_gradient_op("isinf", lambda xp, a: xp.isinf(a))
 
 
 @op
 def sign(x):
     """Elementwise sign (-1, 0 or 1). Piecewise constant: no gradient flows."""
-    x = convert_to_tensor(x)
-    return constant(x.backend.xp.sign(x.data), x.backend)
+    return _sign(convert_to_tensor(x))
+
+
+_sign = no_gradient_op("sign", lambda xp, a: xp.sign(a))
 
 
 @op
@@ -166,6 +175,7 @@ def where(condition, x1=None, x2=None):
     ``condition``, returns the indices where it is true (as NumPy's ``nonzero``)."""
     if x1 is None and x2 is None:
         c = convert_to_tensor(condition)
+        c._report_host_read("where(condition) (indices: a shape that depends on the values)")
         return tuple(indices(i, c.backend) for i in c.backend.xp.nonzero(c.data))
     c = condition.data if isinstance(condition, Tensor) else condition
     return Where().apply(np.asarray(c) if isinstance(c, list) else c, x1, x2)
@@ -232,6 +242,20 @@ def _check_axis(op, x, axis):
                              f"Received: shape {np.shape(getattr(x, 'data', x))}")
 
 
+def _check_not_empty(op, x, axis):
+    """Refuse a max/min/argmax/argmin over no values (NumPy's errors name its internals).
+
+    Raises:
+        ValueError: naming ``op``, the shape and the axis.
+    """
+    shape = np.shape(x.data if isinstance(x, Tensor) else x)
+    axes = _axes(axis, len(shape))
+    if any(shape[a] == 0 for a in axes):
+        raise ValueError(f"{op}: the input is empty along the reduced axes, so there is no "
+                         f"value to take the {op} of. Received: shape {tuple(shape)}, "
+                         f"axis={axis!r}")
+
+
 def _expand_like(g, shape, axes):
     """Re-insert reduced axes so ``g`` broadcasts against the input of shape ``shape``."""
     return g.reshape([1 if i in axes else n for i, n in enumerate(shape)])
@@ -255,8 +279,10 @@ class Sum(Function):
 class Mean(Sum):
     def forward(self, x):
         y = super().forward(x)
-        self.count = builtins.max(int(np.prod([x.shape[a] for a in self.axes])), 1)
-        return y / self.count
+        count = int(np.prod([x.shape[a] for a in self.axes]))
+        self.count = builtins.max(count, 1)  # the gradient of an empty input is empty anyway
+        y = y / self.count
+        return y * np.nan if count == 0 else y  # the mean of nothing is nan, as in NumPy
 
     def backward(self, gy):
         return (super().backward(gy / self.count)[0],)
@@ -293,7 +319,7 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001
 
 @op
 def mean(x, axis=None, keepdims=False):
-    """Arithmetic mean over ``axis`` (int, tuple or None)."""
+    """Arithmetic mean over ``axis`` (int, tuple or None); nan over no values, as NumPy."""
     _check_axis("mean", x, axis)
     return Mean(axis, keepdims).apply(x)
 
@@ -302,6 +328,7 @@ def mean(x, axis=None, keepdims=False):
 def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     """Maximum over ``axis``. Ties share the gradient evenly."""
     _check_axis("max", x, axis)
+    _check_not_empty("max", x, axis)
     y = MaxMinReduce(axis, keepdims, True).apply(x)
     return y if initial is None else maximum(y, initial)
 
@@ -310,6 +337,7 @@ def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
 def min(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     """Minimum over ``axis``. Ties share the gradient evenly."""
     _check_axis("min", x, axis)
+    _check_not_empty("min", x, axis)
     y = MaxMinReduce(axis, keepdims, False).apply(x)
     return y if initial is None else minimum(y, initial)
 
@@ -321,14 +349,26 @@ amax, amin = max, min
 def argmax(x, axis=None, keepdims=False):
     """Index of the maximum along ``axis`` (flattened when None). int32 result, no gradient."""
     x = convert_to_tensor(x)
-    return indices(x.backend.xp.argmax(x.data, axis=axis, keepdims=keepdims), x.backend)
+    _check_axis("argmax", x, axis)
+    _check_not_empty("argmax", x, axis)
+    return _argmax(x, axis=axis, keepdims=bool(keepdims))
+
+
+_argmax = no_gradient_op("argmax", lambda xp, a, axis, keepdims: xp.argmax(
+    a, axis=axis, keepdims=keepdims).astype(INDEX))  # int32, as in Keras
 
 
 @op
 def argmin(x, axis=None, keepdims=False):
     """Index of the minimum along ``axis`` (flattened when None). int32 result, no gradient."""
     x = convert_to_tensor(x)
-    return indices(x.backend.xp.argmin(x.data, axis=axis, keepdims=keepdims), x.backend)
+    _check_axis("argmin", x, axis)
+    _check_not_empty("argmin", x, axis)
+    return _argmin(x, axis=axis, keepdims=bool(keepdims))
+
+
+_argmin = no_gradient_op("argmin", lambda xp, a, axis, keepdims: xp.argmin(
+    a, axis=axis, keepdims=keepdims).astype(INDEX))  # int32, as in Keras
 
 
 @op

@@ -6,8 +6,9 @@ gradient)."""
 import numpy as np
 
 from kerasrs.autodiff import convert_to_tensor
+from kerasrs.backend.dtypes import INDEX
 from kerasrs.ops import core, math, reduction
-from kerasrs.ops.core import indices
+from kerasrs.ops.core import no_gradient
 from kerasrs.ops.dispatch import op
 
 
@@ -75,11 +76,11 @@ def nancumprod(x, axis=None, dtype=None):
 
 @op
 def nanargmax(x, axis=None, keepdims=False):
-    x = convert_to_tensor(x)
-    return indices(x.backend.xp.nanargmax(x.data, axis=axis, keepdims=keepdims), x.backend)
+    return no_gradient(x, lambda xp, a: xp.nanargmax(a, axis=axis, keepdims=keepdims).astype(
+        INDEX))
 
 
 @op
 def nanargmin(x, axis=None, keepdims=False):
-    x = convert_to_tensor(x)
-    return indices(x.backend.xp.nanargmin(x.data, axis=axis, keepdims=keepdims), x.backend)
+    return no_gradient(x, lambda xp, a: xp.nanargmin(a, axis=axis, keepdims=keepdims).astype(
+        INDEX))

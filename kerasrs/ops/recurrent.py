@@ -71,7 +71,7 @@ def _mask_array(who, mask, batch, steps, be):
     if m.shape != (batch, steps):
         raise ValueError(f"{who}: the mask must have shape (batch, time) = {(batch, steps)}. "
                          f"Received: mask shape {tuple(m.shape)}")
-    return m.astype(bool)
+    return m.astype(bool, copy=False)  # a view of a bool mask (a traced graph finds its op)
 
 
 def _zeros_state(x, units):

@@ -8,6 +8,7 @@ import builtins
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
+from kerasrs.backend.dtypes import INDEX
 from kerasrs.ops import layout, math
 from kerasrs.ops.core import constant, indices, no_gradient
 from kerasrs.ops.layout import _axis, _shape, reshape
@@ -132,14 +133,14 @@ def unravel_index(indices, shape):
 @op
 def argpartition(x, kth, axis=-1):
     """Indices that partition ``x`` around its ``kth`` element."""
-    x = convert_to_tensor(x)
-    return indices(x.backend.xp.argpartition(x.data, kth, axis=axis), x.backend)
+    return no_gradient(x, lambda xp, a: xp.argpartition(a, kth, axis=axis).astype(INDEX))
 
 
 @op
 def top_k(x, k, sorted=True):  # noqa: A002
     """``(values, indices)`` of the ``k`` largest entries along the last axis; values carry the
-    gradient.
+    gradient. NaN counts as larger than any number (as `max` and `argmax` see it); ties keep
+    index order.
 
     Raises:
         ValueError: if ``k`` is not an int in ``[0, x.shape[-1]]``.
@@ -148,7 +149,12 @@ def top_k(x, k, sorted=True):  # noqa: A002
     if x.ndim == 0 or not isinstance(k, (int, np.integer)) or not 0 <= k <= x.shape[-1]:
         raise ValueError(f"top_k: k must be an int in [0, {x.shape[-1] if x.ndim else 0}] (the "
                          f"size of the last axis). Received: k={k!r}, shape {x.shape}")
-    order = np.argsort(-x.numpy(), axis=-1, kind="stable")[..., :k]
+    values = x.numpy()
+    order = np.argsort(-values, axis=-1, kind="stable")
+    if values.dtype.kind == "f":  # NaN is the largest value, as for max and argmax
+        nan_last = ~np.isnan(np.take_along_axis(values, order, axis=-1))
+        order = np.take_along_axis(order, np.argsort(nan_last, axis=-1, kind="stable"), -1)
+    order = order[..., :k]
     idx = indices(x.backend.asarray(order), x.backend)
     return layout.take_along_axis(x, order, axis=-1), idx
 

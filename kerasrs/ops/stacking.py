@@ -48,7 +48,9 @@ def concatenate(xs, axis=0):
 def stack(xs, axis=0):
     """Join tensors of one shape along a new axis."""
     shapes = [_shape(x) for x in xs]
-    if not shapes or any(s != shapes[0] for s in shapes):
+    if not shapes:
+        raise ValueError("stack: needs at least one tensor. Received: an empty list")
+    if any(s != shapes[0] for s in shapes):
         raise ValueError(f"stack: inputs must all have the same shape. Received: shapes {shapes}")
     _axis("stack", axis, len(shapes[0]) + 1, shapes[0])
     return concatenate([expand_dims(x, axis) for x in xs], axis=axis)

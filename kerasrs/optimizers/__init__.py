@@ -6,7 +6,7 @@ non-trainable `kerasrs.Variable`s with Keras-style paths (``adam/iteration``,
 """
 
 from kerasrs import registry
-from kerasrs.optimizers import schedules, serialization
+from kerasrs.optimizers import graph_rules, schedules, serialization  # noqa: F401 (rules)
 from kerasrs.optimizers.adadelta import Adadelta
 from kerasrs.optimizers.adafactor import Adafactor
 from kerasrs.optimizers.adagrad import Adagrad

@@ -12,8 +12,11 @@ class Adafactor(base.Optimizer):
     ``clip_threshold``, decay ``1 - t**beta_2_decay``."""
 
     def __init__(self, learning_rate=0.001, beta_2_decay=-0.8, epsilon_1=1e-30, epsilon_2=1e-3,
-                 clip_threshold=1.0, relative_step=True, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+                 clip_threshold=1.0, relative_step=True, weight_decay=None, clipnorm=None,
+                 clipvalue=None, global_clipnorm=None, use_ema=False, ema_momentum=0.99,
+                 ema_overwrite_frequency=None, loss_scale_factor=None,
+                 gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         self.beta_2_decay, self.epsilon_1, self.epsilon_2 = beta_2_decay, epsilon_1, epsilon_2
         self.clip_threshold, self.relative_step = clip_threshold, relative_step
 

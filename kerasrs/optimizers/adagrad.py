@@ -16,15 +16,19 @@ class Adagrad(base.Optimizer):
         learning_rate: float, schedule or callable. Defaults to 0.001.
         initial_accumulator_value: float >= 0, the accumulators' start. Defaults to 0.1.
         epsilon: float. Defaults to 1e-7.
-        **kwargs: base `Optimizer` arguments.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
+        ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name: as
+            `Optimizer` (also positionally, in Keras's order).
 
     Raises:
         ValueError: if ``initial_accumulator_value`` is negative.
     """
 
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
-                 name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None,
+                 loss_scale_factor=None, gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         if initial_accumulator_value < 0:
             raise ValueError(f"{self.name}: initial_accumulator_value must be >= 0. Received: "
                              f"initial_accumulator_value={initial_accumulator_value!r}")

@@ -27,15 +27,20 @@ class Adam(base.Optimizer):
         beta_2: float, decay of the second-moment average. Defaults to 0.999.
         epsilon: float added to ``sqrt(v)``. Defaults to 1e-7 (Keras's default).
         amsgrad: bool, use the running maximum of ``v``. Defaults to False.
-        **kwargs: base `Optimizer` arguments.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
+        ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name: as
+            `Optimizer` (also positionally, in Keras's order).
 
     Slots per variable: ``momentum``, ``velocity`` (interleaved per variable, as Keras 3
     saves them), then ``velocity_hat`` for every variable when ``amsgrad``.
     """
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
-                 amsgrad=False, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+                 amsgrad=False, weight_decay=None, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, use_ema=False, ema_momentum=0.99,
+                 ema_overwrite_frequency=None, loss_scale_factor=None,
+                 gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon, self.amsgrad = float(epsilon), bool(amsgrad)
 
@@ -85,16 +90,18 @@ class AdamW(Adam):
         learning_rate: float, schedule or callable. Defaults to 0.001.
         weight_decay: float. Defaults to 0.004.
         beta_1, beta_2, epsilon, amsgrad: as `Adam`.
-        **kwargs: base `Optimizer` arguments.
+        clipnorm, clipvalue, ...: as `Optimizer`.
 
     Raises:
         ValueError: if ``weight_decay`` is None.
     """
 
     def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999,
-                 epsilon=1e-7, amsgrad=False, name=None, **kwargs):
+                 epsilon=1e-7, amsgrad=False, clipnorm=None, clipvalue=None,
+                 global_clipnorm=None, use_ema=False, ema_momentum=0.99,
+                 ema_overwrite_frequency=None, loss_scale_factor=None,
+                 gradient_accumulation_steps=None, name=None, **kwargs):
         if weight_decay is None:
             raise ValueError("AdamW: weight_decay must be a float. Received: weight_decay=None")
-        super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,
-                         epsilon=epsilon, amsgrad=amsgrad, weight_decay=weight_decay, name=name,
-                         **kwargs)
+        super().__init__(beta_1=beta_1, beta_2=beta_2, epsilon=epsilon, amsgrad=amsgrad,
+                         **base.base_arguments(locals()))

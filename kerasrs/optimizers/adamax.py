@@ -18,12 +18,16 @@ class Adamax(base.Optimizer):
         beta_1: float. Defaults to 0.9.
         beta_2: float, decay of the infinity norm. Defaults to 0.999.
         epsilon: float. Defaults to 1e-7.
-        **kwargs: base `Optimizer` arguments.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
+        ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name: as
+            `Optimizer` (also positionally, in Keras's order).
     """
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name=None,
-                 **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None,
+                 loss_scale_factor=None, gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
 
     def build(self, variables):

@@ -34,9 +34,13 @@ class Optimizer:
     Args:
         learning_rate: float, a `LearningRateSchedule`, or a callable taking no arguments.
         weight_decay: float or None. Decoupled decay ``w -= w * weight_decay * lr`` each step.
-        clipnorm: float or None. Clip each gradient to this L2 norm.
+        clipnorm: float or None. Clip each gradient to this L2 norm:
+            ``g * clipnorm / max(||g||, clipnorm)``.
         clipvalue: float or None. Clip each gradient element to ``[-clipvalue, clipvalue]``.
-        global_clipnorm: float or None. Scale all gradients so their joint L2 norm is at most this.
+        global_clipnorm: float or None. Scale all gradients by ``global_clipnorm / max(norm,
+            global_clipnorm)``, ``norm`` their joint L2 norm (Pascanu et al. 2013); a non-finite
+            norm makes every gradient NaN, as in Keras. At most one of the three may be set; 0
+            means off. They are plain attributes, read at every step.
         loss_scale_factor: float or None. Gradients are divided by it before use; `scale_loss`
             multiplies a loss by it.
         use_ema: bool. Keep an exponential moving average (EMA) of each trained variable:
@@ -52,36 +56,31 @@ class Optimizer:
             name in snake case, as Keras (``"adam"``, ``"rm_sprop"``, ``"adam_w"``).
 
     Raises:
-        ValueError: for more than one clipping option, a non-positive clip value, an unknown
+        ValueError: for more than one clipping option, a negative clip value, an unknown
             keyword, a learning rate that is not a number, schedule or callable, or is a
             negative, NaN or infinite number; with ``use_ema=True``, an ``ema_momentum``
-            outside [0, 1] or an ``ema_overwrite_frequency`` that is not an int >= 1.
-        NotImplementedError: for ``gradient_accumulation_steps``.
+            outside [0, 1] or an ``ema_overwrite_frequency`` that is not an int >= 1; a
+            ``gradient_accumulation_steps`` that is not an int >= 2.
+        NotImplementedError: for a valid ``gradient_accumulation_steps`` (not supported).
     """
 
     def __init__(self, learning_rate, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, use_ema=False, ema_momentum=0.99,
                  ema_overwrite_frequency=None, loss_scale_factor=None,
                  gradient_accumulation_steps=None, name=None, **kwargs):
-        kwargs.pop("decay", None)  # Keras 2 argument, ignored by Keras 3 as well
+        owner = type(self).__name__
+        if kwargs.pop("decay", None) is not None:
+            warnings.warn(f"{owner}: `decay` is a Keras 2 argument; it is ignored (use a "
+                          "learning-rate schedule).", stacklevel=2)
         if kwargs:
-            raise ValueError(f"{type(self).__name__}: unknown argument(s). Received: {kwargs}")
+            raise ValueError(f"{owner}: unknown argument(s). Received: {kwargs}")
         if gradient_accumulation_steps:
-            raise NotImplementedError(f"{type(self).__name__}: gradient_accumulation_steps is "
-                                      "not supported. Received: gradient_accumulation_steps="
-                                      f"{gradient_accumulation_steps}")
+            _check_accumulation(owner, gradient_accumulation_steps)
         if use_ema:
-            _check_ema(type(self).__name__, ema_momentum, ema_overwrite_frequency)
-        clips = {"clipnorm": clipnorm, "clipvalue": clipvalue, "global_clipnorm": global_clipnorm}
-        set_clips = {k: v for k, v in clips.items() if v is not None}
-        if len(set_clips) > 1:
-            raise ValueError(f"{type(self).__name__}: only one of clipnorm, clipvalue and "
-                             f"global_clipnorm can be set. Received: {set_clips}")
-        for key, value in set_clips.items():
-            if not value > 0:
-                raise ValueError(f"{type(self).__name__}: {key} must be > 0. Received: "
-                                 f"{key}={value!r}")
-        self.name = name or _snake_case(type(self).__name__)
+            _check_ema(owner, ema_momentum, ema_overwrite_frequency)
+        _check_clips(owner, clipnorm=clipnorm, clipvalue=clipvalue,
+                     global_clipnorm=global_clipnorm)
+        self.name = name or _snake_case(owner)
         self.weight_decay = weight_decay
         self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self.use_ema, self.ema_momentum = bool(use_ema), ema_momentum
@@ -96,7 +95,7 @@ class Optimizer:
         self._exclude_ids, self._exclude_pattern = set(), None
         self._iterations = self._make_variable(0, "iteration", dtype="int64")
         self._learning_rate = None
-        self.learning_rate = learning_rate
+        self._set_learning_rate(learning_rate)
 
     # -- variables ---------------------------------------------------------------------------
     @property
@@ -188,6 +187,11 @@ class Optimizer:
 
     @learning_rate.setter
     def learning_rate(self, value):
+        self._set_learning_rate(value)
+
+    def _set_learning_rate(self, value):
+        """The `learning_rate` setter (also used by ``__init__``, which subclasses that hide
+        the property still need)."""
         if isinstance(value, schedules_module.LearningRateSchedule) or (
                 callable(value) and not isinstance(value, autodiff.Tensor)):
             if isinstance(self._learning_rate, autodiff.Variable):
@@ -280,6 +284,47 @@ class Optimizer:
                 self._update_moving_averages()
             self._iterations.data += 1
 
+    def stateless_apply(self, optimizer_variables, grads, trainable_variables):
+        """One `apply` on given values instead of the variables' own (Keras's stateless API).
+
+        Args:
+            optimizer_variables: values (arrays or Tensors) for `variables`, in order.
+            grads: the gradients, one per variable the optimizer was built with.
+            trainable_variables: values for those variables, in order.
+
+        Returns:
+            ``(new trainable values, new optimizer values)``: lists of `Tensor`s. The optimizer's
+            and the model's variables are left as they were.
+
+        Raises:
+            ValueError: if the optimizer is not built or a list has the wrong length.
+        """
+        if not self.built:
+            raise ValueError(f"{self.name}: stateless_apply needs a built optimizer; call "
+                             "optimizer.build(trainable_variables) first.")
+        state, trained = self.variables, self._variables_trained()
+        for given, expected, what in ((optimizer_variables, state, "optimizer_variables"),
+                                      (trainable_variables, trained, "trainable_variables")):
+            if len(given) != len(expected):
+                raise ValueError(f"{self.name}: stateless_apply needs one value per variable "
+                                 f"in `{what}`. Received: {len(given)} values for "
+                                 f"{len(expected)} variables")
+        targets = trained + state
+        saved = [var.data.copy() for var in targets]
+        try:
+            for var, value in zip(targets, list(trainable_variables) + list(optimizer_variables)):
+                var.assign(value)
+            self.apply(grads)
+            return ([autodiff.Tensor(v.data.copy()) for v in trained],
+                    [autodiff.Tensor(v.data.copy()) for v in self.variables])
+        finally:
+            for var, value in zip(targets, saved):
+                var.data[...] = value
+
+    def _variables_trained(self):
+        """The model variables this optimizer was built for (a wrapper: its inner's)."""
+        return list(self._trainable_variables)
+
     def _update_moving_averages(self):
         """EMA step (Keras 3's order: after the update, before ``iterations += 1``), then the
         periodic overwrite of the variables by their averages."""
@@ -332,16 +377,21 @@ class Optimizer:
         return self._clip(pairs)
 
     def _clip(self, pairs):
-        if self.clipnorm:
+        """Keras's clipping: the first of ``clipnorm``, ``global_clipnorm``, ``clipvalue``
+        that is set and positive (0 or None means off). Read at each step, so assigning
+        ``optimizer.clipnorm`` takes effect at the next update."""
+        if not (self.clipnorm or self.global_clipnorm or self.clipvalue):
+            return pairs
+        if self.clipnorm and self.clipnorm > 0:
             return [(_clip_by_norm(g, self.clipnorm), v) for g, v in pairs]
-        if self.global_clipnorm:
+        if self.global_clipnorm and self.global_clipnorm > 0:
             norm = math.sqrt(sum(float((g.astype("float64") ** 2).sum()) for g, _ in pairs))
             scale = self.global_clipnorm * min(1.0 / norm if norm else math.inf,
                                                1.0 / self.global_clipnorm)
             if not math.isfinite(norm):
                 scale = math.nan  # as Keras: a non-finite norm poisons the step visibly
             return [(g * scale, v) for g, v in pairs]
-        if self.clipvalue:
+        if self.clipvalue and self.clipvalue > 0:
             xp = pairs[0][1].backend.xp
             return [(xp.clip(g, -self.clipvalue, self.clipvalue), v) for g, v in pairs]
         return pairs
@@ -434,13 +484,45 @@ class Optimizer:
                 f"learning_rate={self._current_learning_rate():g}>")
 
 
+def base_arguments(values):
+    """The base `Optimizer` arguments among a subclass's ``locals()`` (its explicit keyword
+    arguments, in Keras's order, plus ``**kwargs``), for ``super().__init__(**...)``."""
+    out = {name: values[name] for name in BASE_ARGUMENTS if name in values}
+    out.update(values.get("kwargs", {}))
+    return out
+
+
+BASE_ARGUMENTS = ("learning_rate", "weight_decay", "clipnorm", "clipvalue", "global_clipnorm",
+                  "use_ema", "ema_momentum", "ema_overwrite_frequency", "loss_scale_factor",
+                  "gradient_accumulation_steps", "name")
+
+
+def _check_clips(owner, **clips):
+    """At most one clipping option; none negative (0 means off, as in Keras)."""
+    given = {key: value for key, value in clips.items() if value is not None}
+    if len(given) > 1:
+        raise ValueError(f"{owner}: only one of clipnorm, clipvalue and global_clipnorm can be "
+                         f"set. Received: {given}")
+    for key, value in given.items():
+        if isinstance(value, bool) or not _is_number(value) or float(value) < 0:
+            raise ValueError(f"{owner}: {key} must be a number >= 0 (0 turns clipping off). "
+                             f"Received: {key}={value!r}")
+
+
+def _check_accumulation(owner, steps):
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
+        raise ValueError(f"{owner}: gradient_accumulation_steps must be an integer >= 2. "
+                         f"Received: gradient_accumulation_steps={steps!r}")
+    raise NotImplementedError(f"{owner}: gradient_accumulation_steps is not supported. "
+                              f"Received: gradient_accumulation_steps={steps}")
+
+
 def _check_ema(owner, momentum, overwrite_frequency):
     if not 0 <= momentum <= 1:
         raise ValueError(f"{owner}: ema_momentum must be in [0, 1]. Received: "
                          f"ema_momentum={momentum!r}")
-    if overwrite_frequency is not None and (isinstance(overwrite_frequency, bool) or not
-                                            isinstance(overwrite_frequency, int) or
-                                            overwrite_frequency < 1):
+    if overwrite_frequency and (isinstance(overwrite_frequency, bool) or not
+                                isinstance(overwrite_frequency, int) or overwrite_frequency < 1):
         raise ValueError(f"{owner}: ema_overwrite_frequency must be an int >= 1 or None. "
                          f"Received: ema_overwrite_frequency={overwrite_frequency!r}")
 

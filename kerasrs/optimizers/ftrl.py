@@ -17,11 +17,13 @@ class Ftrl(base.Optimizer):
         ValueError: for a negative regularization strength or a positive learning_rate_power.
     """
 
-    def __init__(self, learning_rate=0.001, learning_rate_power=-0.5,
-                 initial_accumulator_value=0.1, l1_regularization_strength=0.0,
-                 l2_regularization_strength=0.0, l2_shrinkage_regularization_strength=0.0,
-                 beta=0.0, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    def __init__(self, learning_rate=0.001, learning_rate_power=-0.5, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 l2_shrinkage_regularization_strength=0.0, beta=0.0, weight_decay=None,
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
+                 ema_momentum=0.99, ema_overwrite_frequency=None, loss_scale_factor=None,
+                 gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         checks = {"initial_accumulator_value": initial_accumulator_value,
                   "l1_regularization_strength": l1_regularization_strength,
                   "l2_regularization_strength": l2_regularization_strength,

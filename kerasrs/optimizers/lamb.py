@@ -8,9 +8,11 @@ class Lamb(base.Optimizer):
     ``m_hat / (sqrt(v_hat) + epsilon)`` scaled per weight by the trust ratio
     ``||w|| / ||update||`` (1 when either norm is 0)."""
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name=None,
-                 **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None,
+                 loss_scale_factor=None, gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
 
     def build(self, variables):

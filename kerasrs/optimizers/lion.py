@@ -18,14 +18,19 @@ class Lion(base.Optimizer):
         learning_rate: float, schedule or callable. Defaults to 0.001.
         beta_1: float in (0, 1], the interpolation used for the update. Defaults to 0.9.
         beta_2: float, decay of the momentum. Defaults to 0.99.
-        **kwargs: base `Optimizer` arguments.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
+        ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name: as
+            `Optimizer` (also positionally, in Keras's order).
 
     Raises:
         ValueError: if ``beta_1`` is outside (0, 1].
     """
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.99, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.99, weight_decay=None,
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
+                 ema_momentum=0.99, ema_overwrite_frequency=None, loss_scale_factor=None,
+                 gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         if not 0.0 < beta_1 <= 1.0:
             raise ValueError(f"{self.name}: beta_1 must be in (0, 1]; beta_1 = 0 would be "
                              f"SignSGD. Received: beta_1={beta_1!r}")

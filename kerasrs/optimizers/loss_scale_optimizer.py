@@ -43,8 +43,10 @@ class LossScaleOptimizer(Optimizer):
 
     Raises:
         TypeError: if ``inner_optimizer`` is not an `Optimizer`.
-        ValueError: for a non-positive ``initial_scale`` or ``dynamic_growth_steps``, or
-            gradient-clipping arguments (set those on the inner optimizer).
+        ValueError: for a non-positive ``initial_scale`` or ``dynamic_growth_steps``;
+            ``dynamic=False`` (set ``loss_scale_factor`` on the inner optimizer for a fixed
+            scale); any other base `Optimizer` argument (clipping, weight decay, EMA, a loss
+            scale factor, a learning rate): set those on the inner optimizer.
 
     Example:
         >>> opt = LossScaleOptimizer(kerasrs.optimizers.SGD(0.1))
@@ -55,22 +57,35 @@ class LossScaleOptimizer(Optimizer):
     skips_non_finite_steps = True  # the fit loop silences NumPy's overflow warnings for it
     _skipped, _warned = 0, False  # steps skipped in a row, and whether that was warned about
 
+    # The base arguments a wrapper cannot take, with their defaults (Keras's list).
+    REFUSED = {"weight_decay": None, "clipnorm": None, "global_clipnorm": None,
+               "clipvalue": None, "use_ema": False, "ema_momentum": 0.99,
+               "ema_overwrite_frequency": None, "loss_scale_factor": None,
+               "gradient_accumulation_steps": None}
+
     def __init__(self, inner_optimizer, initial_scale=2.0**15, dynamic_growth_steps=2000,
                  name=None, **kwargs):
         if not isinstance(inner_optimizer, Optimizer):
             raise TypeError("LossScaleOptimizer: `inner_optimizer` must be an Optimizer. "
                             f"Received: {inner_optimizer!r}")
-        for key in ("clipnorm", "clipvalue", "global_clipnorm", "loss_scale_factor"):
-            if kwargs.pop(key, None) is not None:
+        if not kwargs.pop("dynamic", True):
+            raise ValueError("LossScaleOptimizer: `dynamic=False` is not supported; for a "
+                             "fixed loss scale set `loss_scale_factor` on the inner optimizer. "
+                             "Received: dynamic=False")
+        for key, default in self.REFUSED.items():
+            if key in kwargs and kwargs.pop(key) != default:
                 raise ValueError(f"LossScaleOptimizer: `{key}` is not supported; set it on the "
                                  f"inner optimizer. Received: {key}")
-        kwargs.pop("learning_rate", None)
+        if kwargs:
+            raise ValueError(f"LossScaleOptimizer: unsupported argument(s) {sorted(kwargs)}. "
+                             f"Received: {kwargs}")
         if not initial_scale > 0 or not int(dynamic_growth_steps) > 0:
             raise ValueError("LossScaleOptimizer: `initial_scale` and `dynamic_growth_steps` "
                              f"must be > 0. Received: initial_scale={initial_scale}, "
                              f"dynamic_growth_steps={dynamic_growth_steps}")
-        super().__init__(learning_rate=0.0, name=name or "loss_scale_optimizer", **kwargs)
+        super().__init__(learning_rate=0.0, name=name or "loss_scale_optimizer")
         self.inner_optimizer = inner_optimizer
+        inner_optimizer.loss_scale_factor = None  # this wrapper does the scaling (as Keras)
         self.initial_scale = float(initial_scale)
         self.dynamic_growth_steps = int(dynamic_growth_steps)
         # Keras's order: its own (unused) iteration and learning_rate, then the scaling state
@@ -102,6 +117,9 @@ class LossScaleOptimizer(Optimizer):
 
     def _current_learning_rate(self):
         return self.inner_optimizer._current_learning_rate()
+
+    def _variables_trained(self):
+        return self.inner_optimizer._variables_trained()
 
     def build(self, variables):
         self.inner_optimizer.build(variables)

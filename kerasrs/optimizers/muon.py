@@ -13,12 +13,14 @@ class Muon(base.Optimizer):
     with ``adam_lr_ratio * learning_rate`` and ``adam_weight_decay``."""
 
     def __init__(self, learning_rate=0.001, adam_beta_1=0.9, adam_beta_2=0.999,
-                 adam_weight_decay=0.004, epsilon=1e-7, weight_decay=0.004, name=None,
-                 exclude_layers=None, exclude_embeddings=True, muon_a=3.4445, muon_b=-4.7750,
-                 muon_c=2.0315, adam_lr_ratio=1, momentum=0.95, ns_steps=5, nesterov=True,
-                 rms_rate=0.2, **kwargs):
-        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, name=name,
-                         **kwargs)
+                 adam_weight_decay=0.004, epsilon=1e-7, weight_decay=0.004, clipnorm=None,
+                 clipvalue=None, global_clipnorm=None, use_ema=False, ema_momentum=0.99,
+                 ema_overwrite_frequency=None, loss_scale_factor=None,
+                 gradient_accumulation_steps=None, name=None, exclude_layers=None,
+                 exclude_embeddings=True, muon_a=3.4445, muon_b=-4.7750, muon_c=2.0315,
+                 adam_lr_ratio=1, momentum=0.95, ns_steps=5, nesterov=True, rms_rate=0.2,
+                 **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         self.adam_beta_1, self.adam_beta_2 = adam_beta_1, adam_beta_2
         self.adam_weight_decay, self.epsilon = adam_weight_decay, epsilon
         self.exclude_layers, self.exclude_embeddings = list(exclude_layers or []), \

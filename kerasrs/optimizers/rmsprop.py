@@ -22,15 +22,19 @@ class RMSprop(base.Optimizer):
         momentum: float >= 0. Defaults to 0.0.
         epsilon: float added inside the square root. Defaults to 1e-7.
         centered: bool, normalise by the gradient's estimated variance. Defaults to False.
-        **kwargs: base `Optimizer` arguments.
+        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
+        ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name: as
+            `Optimizer` (also positionally, in Keras's order).
 
     Slots, in Keras 3's order: ``velocity`` for every variable, then ``momentum`` for every
     variable (if momentum > 0), then ``average_gradient`` for every variable (if centered).
     """
 
-    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
-                 centered=False, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None,
+                 loss_scale_factor=None, gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         self.rho, self.momentum = float(rho), float(momentum)
         self.epsilon, self.centered = float(epsilon), bool(centered)
 

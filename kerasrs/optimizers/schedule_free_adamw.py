@@ -10,9 +10,11 @@ class ScheduleFreeAdamW(base.Optimizer):
     Adam-preconditioned SGD sequence ``z`` (slot ``momentum``) and its running average ``x``;
     optional linear learning-rate warmup over ``warmup_steps``."""
 
-    def __init__(self, learning_rate=0.0025, beta_1=0.9, beta_2=0.999, epsilon=1e-8,
-                 warmup_steps=0, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    def __init__(self, learning_rate=0.0025, beta_1=0.9, beta_2=0.999, epsilon=1e-8, warmup_steps=0,
+                 weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None,
+                 use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None,
+                 loss_scale_factor=None, gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
         self.warmup_steps = warmup_steps
 

@@ -17,8 +17,9 @@ class SGD(base.Optimizer):
         learning_rate: float, schedule or callable. Defaults to 0.01.
         momentum: float in [0, 1]. Defaults to 0.0 (no slot variables are made).
         nesterov: bool. Defaults to False.
-        **kwargs: base `Optimizer` arguments (weight_decay, clipnorm, clipvalue,
-            global_clipnorm, loss_scale_factor, name).
+        weight_decay, clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
+        ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps, name: as
+            `Optimizer` (also positionally, in Keras's order).
 
     Raises:
         ValueError: if ``momentum`` is outside [0, 1].
@@ -30,8 +31,11 @@ class SGD(base.Optimizer):
         array([0.8], dtype=float32)
     """
 
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name=None, **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, weight_decay=None,
+                 clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False,
+                 ema_momentum=0.99, ema_overwrite_frequency=None, loss_scale_factor=None,
+                 gradient_accumulation_steps=None, name=None, **kwargs):
+        super().__init__(**base.base_arguments(locals()))
         if isinstance(momentum, bool) or not 0.0 <= momentum <= 1.0:
             raise ValueError(f"{self.name}: momentum must be a float in [0, 1]. Received: "
                              f"momentum={momentum!r}")

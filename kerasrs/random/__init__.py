@@ -9,7 +9,9 @@ with NumPy's PCG64 and moved to the default backend, so a seed gives the same va
 import numpy as np
 
 from kerasrs import backend as _backend
+from kerasrs import initializers as _initializers
 from kerasrs import ops
+from kerasrs.autodiff import Variable
 from kerasrs.ops.core import constant
 
 _global = [None]
@@ -18,30 +20,59 @@ _global = [None]
 class SeedGenerator:
     """A seed that advances: each random op given it draws different, reproducible numbers.
 
+    Layers that draw random numbers (`Dropout`, `GaussianNoise`, RNN cells with dropout...) own
+    one, as in Keras: it appears in ``layer._seed_generators`` and its state in
+    ``layer.non_trainable_variables`` (not in ``layer.weights``).
+
     Args:
-        seed: int or None (None draws a starting seed from the global generator).
+        seed: int or None (None draws a starting seed from the generator
+            ``kerasrs.utils.set_random_seed`` seeds).
+        name: str, defaults to "seed_generator".
+
+    Attributes:
+        state: a non-trainable int64 `Variable` ``[seed, counter]``, kept on the host (reading it
+            never waits for a GPU); `next` returns it and advances the counter.
+
+    Raises:
+        ValueError: for a seed that is not an int, or an unknown keyword argument.
     """
 
     def __init__(self, seed=None, name=None, **kwargs):
-        if seed is not None and not isinstance(seed, (int, np.integer)):
-            raise ValueError(f"SeedGenerator: `seed` must be an int or None. Received: "
+        kwargs.pop("backend", None)  # Keras's own backend object: one backend here
+        if kwargs:
+            raise ValueError(f"SeedGenerator: Unrecognized keyword arguments: {sorted(kwargs)}")
+        if seed is not None and (not isinstance(seed, (int, np.integer)) or
+                                 isinstance(seed, bool)):
+            raise ValueError(f"SeedGenerator: Argument `seed` must be an integer. Received: "
                              f"seed={seed!r}")
-        self.seed = int(_host_rng(None).integers(2 ** 31)) if seed is None else int(seed)
+        self._initial_seed = None if seed is None else int(seed)
         self.name = name or "seed_generator"
-        self.state = np.array([self.seed, 0], dtype="int64")
+        start = int(_host_rng(None).integers(2 ** 31)) if seed is None else int(seed)
+        with _backend.using("numpy"):
+            self.state = Variable(np.array([start, 0], dtype="int64"), trainable=False,
+                                  name="seed_generator_state")
+        self.state.path = f"{self.name}/seed_generator_state"
 
-    def next(self):
-        """The next ``(seed, counter)`` pair; advances the state."""
-        state = self.state.copy()
-        self.state[1] += 1
+    @property
+    def seed(self):
+        """The starting seed (drawn at creation when none was given)."""
+        return int(self.state.data[0])
+
+    def next(self, ordered=True):
+        """The current ``[seed, counter]`` (a NumPy int64 array); advances the counter."""
+        state = self.state.data.copy()
+        self.state.data[1] += 1
         return state
 
     def get_config(self):
-        return {"seed": self.seed}
+        return {"seed": self._initial_seed, "name": self.name}
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+_initializers.register_seed_generator(SeedGenerator)  # initializers take one as `seed`
 
 
 def _host_rng(seed):

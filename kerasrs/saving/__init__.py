@@ -15,12 +15,15 @@ optimizer's state (``iterations`` and slots) come back exactly, so training resu
 Every file is written to a temporary name in the target's folder and renamed into place
 (`kerasrs.saving.atomic`), so a failed save never damages an existing file. Loading runs no code
 from the file: there is no pickle, and a ``Lambda`` layer's Python bytecode is refused under
-``safe_mode=True``.
+``safe_mode=True``. A ``.keras`` archive is never extracted to disk, and one whose members would
+inflate beyond ``kerasrs.saving.keras_zip.MAX_MEMBER_BYTES`` (64 MiB; a stored weights member is
+exempt) is refused before any member is read.
 """
 
 import contextlib
 import json
 import os
+import warnings
 
 from kerasrs.registry import (CustomObjectScope, custom_object_scope,  # noqa: F401
                               get_custom_objects, get_registered_name, get_registered_object,
@@ -92,6 +95,12 @@ def _check_kwargs(kwargs, who):
 
 
 def _require_built(model, who, filepath):
+    if not model.built and model.weights:  # its layers were built one by one: Keras saves too
+        warnings.warn(f"{who}: model {model.name!r} has not been built yet (its layers have "
+                      "weights, which are saved); build it by calling it on data to save its "
+                      f"input shape too. Received: filepath={os.fspath(filepath)!r}",
+                      stacklevel=3)
+        return
     if not model.built or (not model.weights and not model.layers):
         raise ValueError(f"{who}: model {model.name!r} has not been built yet, so it has no "
                          "weights to save. Call it on data, call build(input_shape), or start "
@@ -194,8 +203,9 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
 
     Raises:
         FileNotFoundError: if there is no such file.
-        ValueError: for a corrupt or unknown file, an unknown class (naming it and saying how
-            to register it), refused bytecode, or weights that do not fit.
+        ValueError: for a corrupt or unknown file, a ``.keras`` member that inflates beyond
+            ``keras_zip.MAX_MEMBER_BYTES`` (naming it and its sizes), an unknown class (naming
+            it and saying how to register it), refused bytecode, or weights that do not fit.
     """
     kind = _file_kind(filepath, "load_model")
     with _reading("load_model", filepath):

@@ -63,7 +63,7 @@ def atomic_write(filepath, overwrite=True, who="save"):
         try:
             yield tmp
         except OSError as e:
-            if tmp not in str(e) and not _disk_full(e):
+            if tmp not in str(e) and not _no_room(e):
                 raise
             raise _user_error(e, who, filepath, "writing the file failed") from e
         try:
@@ -116,15 +116,19 @@ def _process_alive(pid):
     return True
 
 
-def _disk_full(error):
-    return error.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(error)
+def _no_room(error):
+    """A full disk, an exceeded quota or a file bigger than the file system allows (h5py
+    reports these with the C library's words in its message and no errno)."""
+    return error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) or any(
+        words in str(error) for words in ("No space left", "quota exceeded", "File too large"))
 
 
 def _user_error(error, who, filepath, what):
     """``error`` (an OSError) retold with the user's path instead of the temporary file's."""
     reason = error.strerror or str(error)
     message = (f"{who}: cannot write {os.fspath(filepath)!r}: {what} ({reason}); check that the "
-               f"folder exists and is writable and that the disk has room. Received: "
+               f"folder exists and is writable and that the disk has room (the previous file, if "
+               f"any, is unchanged). Received: "
                f"filepath={os.fspath(filepath)!r}")
     try:
         return type(error)(error.errno, message) if error.errno is not None else \

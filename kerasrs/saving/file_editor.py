@@ -26,10 +26,10 @@ class KerasFileEditor:
         self.filepath = str(filepath)
         self._members = {}
         if self.filepath.endswith(".keras"):
-            with zipfile.ZipFile(self.filepath) as archive:
-                self._members = {n: archive.read(n) for n in archive.namelist()
-                                 if n != keras_zip.WEIGHTS_NAME}
-                data = archive.read(keras_zip.WEIGHTS_NAME)
+            with keras_zip.open_archive(self.filepath, "KerasFileEditor") as archive:
+                self._members = {n: keras_zip.read_member(archive, n, self.filepath)
+                                 for n in archive.namelist() if n != keras_zip.WEIGHTS_NAME}
+                data = keras_zip.read_member(archive, keras_zip.WEIGHTS_NAME, self.filepath)
             with h5py.File(io.BytesIO(data), "r") as f:
                 self.weights_dict = _read(f)
         elif self.filepath.endswith(".weights.h5"):

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from kerasrs import backend as backend_module
-from kerasrs import version
+from kerasrs.version import __version__ as KERASRS_VERSION  # kerasrs.version: the function
 from kerasrs.saving import model_config, weights_h5
 
 KERAS_VERSION = "3.15.1"  # the Keras release whose layout these files follow
@@ -129,7 +129,7 @@ def write_model(model, h5file, include_optimizer=True):
     backend_name = backend_module.backend()
     h5file.attrs["backend"] = backend_name
     h5file.attrs["keras_version"] = KERAS_VERSION
-    h5file.attrs["kerasrs_version"] = version.__version__
+    h5file.attrs["kerasrs_version"] = KERASRS_VERSION
     h5file.attrs["model_config"] = json.dumps(model_config.legacy_model_config(model)).encode(
         "utf8")
     training = model_config.training_config(model) if include_optimizer else None

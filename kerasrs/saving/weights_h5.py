@@ -97,10 +97,23 @@ def _is_graph_model(obj):
 
 
 def own_variables(obj):
-    """The variables an object stores in its own ``vars`` group, in Keras's order."""
+    """The variables an object stores in its own ``vars`` group, in Keras's order (a layer's
+    ``_saved_variables``: trainable then non-trainable, or a quantized layer's own order)."""
     if isinstance(obj, base.Layer):
-        return list(obj._trainable_variables) + list(obj._non_trainable_variables)
+        return [var for _, var in obj._saved_variables()]
     return list(obj.variables)
+
+
+def _own_values(obj):
+    """The arrays of ``obj``'s ``vars`` group: a layer's `save_own_variables` store (which may
+    hold computed values, e.g. a kernel with its LoRA delta merged), else its variables."""
+    variables = own_variables(obj)
+    if not isinstance(obj, base.Layer):
+        return [var.numpy() for var in variables]
+    store = {}
+    obj.save_own_variables(store)
+    return [getattr(v, "numpy", lambda v=v: v)() for _, v in
+            sorted(store.items(), key=lambda item: int(item[0]))]
 
 
 def _is_saveable(value):
@@ -184,8 +197,8 @@ def write(model, h5file, include_optimizer=True):
         name = getattr(obj, "name", None)
         if isinstance(name, str):
             group.attrs["name"] = name
-        for i, var in enumerate(own_variables(obj)):
-            value = np.asarray(var.numpy())
+        for i, value in enumerate(_own_values(obj)):
+            value = np.asarray(value)
             if path == "optimizer" and i == 0 and value.dtype.kind == "i":
                 value = value.astype("int32")  # Keras's iteration counter is int32
             group.create_dataset(str(i), data=value)
@@ -278,8 +291,16 @@ def load(model, h5file, skip_mismatch=False, source="the file"):
     assign(assignments)
 
 
+def _same(pairs, variables):
+    return len(pairs) == len(variables) and all(v is w for (v, _), w in zip(pairs, variables))
+
+
 def assign(assignments):
-    """Assign ``[(object, [(variable, h5 dataset or array)])]``, casting to each dtype."""
-    for _, pairs in assignments:
+    """Assign ``[(object, [(variable, h5 dataset or array)])]``, casting to each dtype; a
+    layer's own `load_own_variables` does it for the layer (LoRA kernels restart at zero)."""
+    for obj, pairs in assignments:
+        if isinstance(obj, base.Layer) and _same(pairs, own_variables(obj)):
+            obj.load_own_variables({str(i): data for i, (_, data) in enumerate(pairs)})
+            continue
         for var, data in pairs:
             var.assign(np.asarray(data[()]).astype(var.dtype, copy=False))

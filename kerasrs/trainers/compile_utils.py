@@ -1,20 +1,23 @@
 """What ``compile`` sets up: the per-output losses and metrics, and the running means of fit.
 
 Both are resolved lazily, at the first batch, because only then are the model's outputs known
-(a subclassed or unbuilt Sequential model has none before). Multi-output models take losses,
-loss weights and metrics as a list (in output order) or a dict keyed by output name; a single
-loss is applied to every output. Logs of a multi-output model name each output's loss
-``<output>_loss`` and each metric ``<output>_<metric>``.
+(a subclassed or unbuilt Sequential model has none before). Models with several outputs, in any
+nested structure, take losses, loss weights and metrics in a structure matched against the
+outputs as Keras does (see `kerasrs.trainers.output_structure`); a single loss is applied to
+every output. With several losses, logs name each ``<name>_loss``; metrics of a multi-output
+model are logged as ``<output>_<metric>``.
 """
 
 import numbers
 
 import numpy as np
 
-from kerasrs import autodiff, losses
+from kerasrs import autodiff, losses, tree
 from kerasrs import metrics as metrics_module
 from kerasrs.metrics import base as metrics_base
 from kerasrs.metrics import reduction
+from kerasrs.trainers.output_structure import OutputStructure  # noqa: F401 (the trainer's)
+from kerasrs.trainers.output_structure import loss_specs, metric_lists
 
 
 class RunningMean(metrics_base.Metric):
@@ -90,66 +93,82 @@ def loss_value(value, what):
     return float(raw.mean()) if getattr(raw, "size", 1) != 1 else float(raw)
 
 
-def per_output(value, names, what, allow_single=True):
-    """``value`` spread over the outputs: a list in ``names`` order (None where not given)."""
-    n = len(names)
-    if isinstance(value, dict):
-        unknown = [k for k in value if k not in names]
-        if unknown:
-            raise ValueError(f"compile: `{what}` has keys {unknown} that are not output names. "
-                             f"Output names: {names}. Received: {what}={value!r}")
-        return [value.get(k) for k in names]
-    if isinstance(value, (list, tuple)) and n > 1:
-        if len(value) != n:
-            raise ValueError(f"compile: `{what}` must have one entry per output ({n}: {names}). "
-                             f"Received: {len(value)} entries")
-        return list(value)
-    if isinstance(value, (list, tuple)) and n == 1 and what != "metrics":
-        if len(value) != 1:
-            raise ValueError(f"compile: the model has one output but `{what}` has {len(value)} "
-                             f"entries. Received: {what}={value!r}")
-        return list(value)
-    if not allow_single and n > 1 and value is not None:
-        raise ValueError(f"compile: for a model with {n} outputs, give `{what}` as a list or a "
-                         f"dict keyed by output name ({names}). Received: {what}={value!r}")
-    return [value] * n
+def get_loss(identifier, y_true, y_pred):
+    """The `Loss` compile uses for ``identifier`` on one output, as Keras's ``get_loss``:
+    ``"crossentropy"``/``"ce"`` (any case) become binary cross-entropy when the output's last
+    axis is 1, sparse categorical when the targets have a lower rank or a last axis of 1, else
+    categorical; a loss function is wrapped in a `LossFunctionWrapper` named after the
+    identifier (``"mse"`` stays ``"mse"``).
+
+    Raises:
+        ValueError: ``Could not interpret loss identifier`` for an unknown name.
+    """
+    if isinstance(identifier, str) and identifier.lower() in ("crossentropy", "ce"):
+        fn = {"binary": losses.binary_crossentropy,
+              "sparse": losses.sparse_categorical_crossentropy,
+              "categorical": losses.categorical_crossentropy}[_label_kind(y_true, y_pred)]
+        return losses.LossFunctionWrapper(fn, name=identifier)
+    obj = losses.get(identifier)
+    if isinstance(obj, losses.Loss):
+        return obj
+    name = identifier if isinstance(identifier, str) else getattr(obj, "__name__", None)
+    return losses.LossFunctionWrapper(obj, name=name)
+
+
+def _label_kind(y_true, y_pred):
+    """Keras's ``is_binary_or_sparse_categorical`` on the shapes of one output."""
+    true_shape, pred_shape = tuple(np.shape(y_true)), tuple(np.shape(y_pred))
+    if pred_shape and pred_shape[-1] == 1:
+        return "binary"
+    if len(true_shape) < len(pred_shape) or (true_shape and true_shape[-1] == 1
+                                             and pred_shape and pred_shape[-1] > 1):
+        return "sparse"
+    return "categorical"
 
 
 class CompiledLoss:
-    """The compiled losses: ``__call__`` gives the weighted total and each output's loss."""
+    """The compiled losses: ``__call__`` gives the weighted total and each loss's value.
+
+    Attributes (after `build`): losses, weights and names (one per compiled loss, see
+    `kerasrs.trainers.output_structure.loss_specs`), output_losses (per output, its first loss
+    or None; "accuracy" metrics are resolved from it).
+    """
 
     def __init__(self, loss, loss_weights=None):
         self.loss, self.loss_weights = loss, loss_weights
         self.built = False
 
-    def build(self, output_names):
-        self.output_names = list(output_names)
-        specs = per_output(self.loss, self.output_names, "loss")
-        self.losses = [None if s is None else losses.get(s) for s in specs]
-        weights = per_output(self.loss_weights, self.output_names, "loss_weights")
-        self.weights = [1.0 if w is None else float(w) for w in weights]
+    def build(self, outputs, y_true, y_pred):
+        """Resolve the losses for ``outputs`` (an `OutputStructure`) from the first batch's
+        flat targets and predictions."""
+        self.specs = loss_specs(self.loss, self.loss_weights, outputs)
+        self.losses = [get_loss(s.spec, y_true[s.index], y_pred[s.index]) for s in self.specs]
+        self.weights = [1.0 if s.weight is None else float(s.weight) for s in self.specs]
+        self.names = [s.name(outputs.names, loss.name) for s, loss in zip(self.specs,
+                                                                          self.losses)]
+        self.output_losses = [None] * outputs.count
+        for spec, loss in zip(reversed(self.specs), reversed(self.losses)):
+            self.output_losses[spec.index] = loss
         self.built = True
 
     def __call__(self, y_true, y_pred, sample_weight):
-        """Lists (one entry per output) in; ``(total Tensor or None, [per-output Tensor])``."""
+        """Flat lists (one entry per output) in; ``(total Tensor or None, [Tensor per
+        loss])``."""
         total, parts = None, []
-        for i, loss in enumerate(self.losses):
-            if loss is None:
-                parts.append(None)
-                continue
+        for spec, loss, weight, name in zip(self.specs, self.losses, self.weights, self.names):
+            i = spec.index
             if y_true[i] is None:
-                raise ValueError(f"Model: no targets were given for output "
-                                 f"{self.output_names[i]!r}, which has a loss. Received: y=None")
+                raise ValueError(f"Model: no targets were given for output {name!r}, which "
+                                 f"has a loss. Received: y=None")
             try:
                 value = loss(y_true[i], y_pred[i], sample_weight[i])
             except (ValueError, TypeError, IndexError) as e:
-                raise type(e)(f"Model: the loss {loss.name!r} failed for output "
-                              f"{self.output_names[i]!r}: {e} (targets shape "
-                              f"{tuple(np.shape(y_true[i]))}, predictions shape "
-                              f"{tuple(y_pred[i].shape)}). Received: y with shape "
+                raise type(e)(f"Model: the loss {loss.name!r} failed for output {name!r}: "
+                              f"{e} (targets shape {tuple(np.shape(y_true[i]))}, predictions "
+                              f"shape {tuple(y_pred[i].shape)}). Received: y with shape "
                               f"{tuple(np.shape(y_true[i]))}") from e
             parts.append(value)
-            weighted = value if self.weights[i] == 1.0 else value * self.weights[i]
+            weighted = value if weight == 1.0 else value * weight
             total = weighted if total is None else total + weighted
         return total, parts
 
@@ -172,32 +191,29 @@ class CompiledMetrics:
     def has_metrics(self):
         return self.metrics_spec is not None or self.weighted_spec is not None
 
-    def build(self, output_names, y_true, y_pred, output_losses):
-        self.output_names = list(output_names)
-        multi = len(self.output_names) > 1
+    def build(self, outputs, y_true, y_pred, output_losses):
+        """Resolve the metrics for ``outputs`` (an `OutputStructure`); log names follow Keras:
+        ``<output>_<metric>`` with several outputs, ``_1``, ``_2``... on repeats, and a
+        weighted metric named like an unweighted one is ``weighted_<metric>``."""
+        prefixes = outputs.metric_names if outputs.count > 1 else None
         self.entries = []  # (output index, metric, weighted)
+        taken = {}
         for spec, weighted in ((self.metrics_spec, False), (self.weighted_spec, True)):
             if spec is None:
                 continue
             if not isinstance(spec, (list, tuple, dict)):
                 raise ValueError(f"compile: `metrics` must be a list or a dict. "
                                  f"Received: {spec!r}")
-            if multi and isinstance(spec, (list, tuple)) and len(spec) != len(self.output_names):
-                spec = [list(spec)] * len(self.output_names)  # the same metrics on every output
-            for i, items in enumerate(per_output(spec, self.output_names, "metrics")):
-                items = [] if items is None else items if isinstance(items, (list, tuple)) \
-                    else [items]
+            what = "weighted_metrics" if weighted else "metrics"
+            for i, items in enumerate(metric_lists(spec, outputs, what)):
                 for item in items:
                     m = metrics_module.resolve(
                         item, loss=output_losses[i], output_shape=tuple(y_pred[i].shape),
                         y_true_shape=None if y_true[i] is None else tuple(np.shape(y_true[i])))
-                    if multi:
-                        m.name = f"{self.output_names[i]}_{m.name}"
-                    if weighted and m.name in {e[1].name for e in self.entries if not e[2]}:
-                        m.name = f"weighted_{m.name}"  # Keras: both kept, the weighted renamed
+                    m.name = _unique_name(m.name, prefixes[i] if prefixes else None, weighted,
+                                          taken)
                     self.entries.append((i, m, weighted))
         self.built = True
-
     def update_state(self, y_true, y_pred, sample_weight=None):
         """Update every compiled metric from the model's targets and outputs (structures as
         the model takes them: an array, or a list/dict per output)."""
@@ -232,6 +248,19 @@ class CompiledMetrics:
         return [m for _, m, _ in self.entries]
 
 
+def _unique_name(name, prefix, weighted, taken):
+    """Keras's ``CompileMetrics.result`` naming, decided once at build."""
+    full = f"{prefix}_{name}" if prefix else name
+    if full in taken and weighted:
+        full = f"{prefix}_weighted_{name}" if prefix else f"weighted_{name}"
+    if full in taken:
+        taken[full] += 1
+        full = f"{full}_{taken[full] - 1}"
+    else:
+        taken[full] = 1
+    return full
+
+
 def check_compile_arguments(loss, loss_weights, metrics, weighted_metrics):
     """Check ``compile``'s loss, loss weights and metrics before any data is seen.
 
@@ -262,13 +291,15 @@ def _check_losses(loss):
         for value in loss:
             _check_losses(value)
         return
+    if isinstance(loss, str) and loss.lower() in ("crossentropy", "ce"):
+        return  # resolved from the shapes at the first batch
     try:
         losses.get(loss)
     except (ValueError, TypeError) as e:
-        valid = sorted(losses._BY_NAME) + sorted(losses._CLASSES)
-        raise ValueError(f"compile: unknown loss {loss!r}. Valid names: {valid}; or pass a "
-                         f"Loss object or a function (y_true, y_pred). Received: loss={loss!r}"
-                         ) from e
+        valid = sorted(losses._GET_NAMES) + ["crossentropy", "ce"]
+        raise ValueError(f"compile: unknown loss {loss!r} (Could not interpret loss "
+                         f"identifier: {loss}). Valid names: {valid}; or pass a Loss object "
+                         f"or a function (y_true, y_pred). Received: loss={loss!r}") from e
 
 
 def _is_weight(value):
@@ -277,21 +308,16 @@ def _is_weight(value):
 
 
 def _check_loss_weights(loss_weights):
-    if loss_weights is None or _is_weight(loss_weights):
+    leaves = tree.flatten(loss_weights) if tree.is_nested(loss_weights) else None
+    if loss_weights is None or _is_weight(loss_weights) or (
+            leaves is not None and all(v is None or _is_weight(v) for v in leaves)):
         return
-    if isinstance(loss_weights, dict):
-        values = list(loss_weights.values())
-    elif isinstance(loss_weights, (list, tuple)):
-        values = list(loss_weights)
-    else:
-        values = None
-    if values is None or not all(v is None or _is_weight(v) for v in values):
-        hint = " compile's arguments are (optimizer, loss, loss_weights, metrics, ...): pass " \
-            "metrics by keyword, metrics=[...]." if values and any(
-                isinstance(v, str) for v in values) else ""
-        raise TypeError(f"compile: `loss_weights` must be a number, or a list, tuple or dict of "
-                        f"numbers (one per output).{hint} Received: loss_weights="
-                        f"{loss_weights!r}")
+    hint = " compile's arguments are (optimizer, loss, loss_weights, metrics, ...): pass " \
+        "metrics by keyword, metrics=[...]." if leaves and any(
+            isinstance(v, str) for v in leaves) else ""
+    raise TypeError(f"compile: `loss_weights` must be a number, or a list, tuple or dict of "
+                    f"numbers (one per loss, in the structure of `loss`).{hint} Received: "
+                    f"loss_weights={loss_weights!r}")
 
 
 def _check_metrics(what, spec):

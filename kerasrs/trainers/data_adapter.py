@@ -58,9 +58,9 @@ def num_samples(method, **named):
     """The common sample count of the named structures.
 
     Raises:
-        ValueError: if ``x`` is None or holds None, an array holds non-numeric data (strings,
-            objects, dates), an array is 0-d, the counts differ (naming each argument's
-            shapes), or there are no samples.
+        ValueError: if ``x`` is None or holds only None, an array holds non-numeric data
+            (strings, objects, dates), an array is 0-d, the counts differ (naming each
+            argument's shapes), or there are no samples.
     """
     counts = {}
     for name, struct in named.items():
@@ -117,7 +117,7 @@ def _check_not_none(method, x):
         raise ValueError(f"Model.{method}: `x` is None, and None is not data. Pass the input "
                          f"array(s). Received: x=None")
     parts = list(x.values()) if isinstance(x, dict) else x if isinstance(x, list) else []
-    if any(p is None for p in parts):
+    if parts and all(p is None for p in parts):  # None for some inputs: optional ones (Keras)
         where = [k for k, v in x.items() if v is None] if isinstance(x, dict) else \
             [i for i, v in enumerate(x) if v is None]
         raise ValueError(f"Model.{method}: `x` holds None at {where}, and None is not data. "
@@ -285,30 +285,6 @@ def batch_indices(n, batch_size, shuffle=False):
     if shuffle == "batch":
         batches = [batches[i] for i in rng.permutation(len(batches))]
     return batches
-
-
-def flatten_targets(y, output_names, what="y"):
-    """``y`` as a list aligned with the model's outputs (None where not given)."""
-    n = len(output_names)
-    if y is None:
-        return [None] * n
-    if isinstance(y, dict):
-        unknown = [k for k in y if k not in output_names]
-        if unknown:
-            raise ValueError(f"Model: `{what}` has keys {unknown} that are not output names "
-                             f"{output_names}. Received: keys {list(y)}")
-        return [y.get(k) for k in output_names]
-    if isinstance(y, list):
-        if len(y) != n:
-            raise ValueError(f"Model: the model has {n} outputs ({output_names}) but `{what}` "
-                             f"has {len(y)} entries. Received: {len(y)} arrays")
-        return list(y)
-    return [y] * n if what == "sample_weight" else [y] if n == 1 else _too_few(y, n, what)
-
-
-def _too_few(y, n, what):
-    raise ValueError(f"Model: the model has {n} outputs, so `{what}` must be a list or dict of "
-                     f"{n} arrays. Received: one array of shape {tuple(y.shape)}")
 
 
 def split_dataset(dataset, left_size=None, right_size=None, shuffle=False, seed=None):

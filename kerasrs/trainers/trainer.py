@@ -33,8 +33,8 @@ from kerasrs import autodiff, distribution, optimizers
 from kerasrs.callbacks import CallbackList
 from kerasrs.layers import padding
 from kerasrs.metrics.base import Metric
-from kerasrs.trainers import compile_utils, data_adapter, epoch_iterator, input_checks, loops
-from kerasrs.trainers import run_state
+from kerasrs.trainers import compile_utils, data_adapter, epoch_iterator, input_checks, jit
+from kerasrs.trainers import loops, run_state
 
 
 class Trainer:
@@ -49,10 +49,11 @@ class Trainer:
         self._compiled_loss = self._compiled_metrics = None
         self._loss_tracker = None
         self._loss_trackers = []
-        self._output_names_cache = None
+        self._compiled_outputs = None
         self._train_variables = self._loss_layers = None
 
     _fit_distribution = None  # a kerasrs.distribution.DataParallel, set by fit while training
+    _jit = None  # the replayed steps (kerasrs.trainers.jit.JitSteps) of jit_compile
     _data_check = None  # fit's input_checks.DataCheck while training (NaN in the data: see there)
 
     # -- compile --------------------------------------------------------------------------------
@@ -69,16 +70,26 @@ class Trainer:
             optimizer: name ("rmsprop", "adam", "sgd", ...) or `kerasrs.optimizers.Optimizer`.
                 Compiling again makes a new optimizer (from a name) and keeps the weights.
             loss: name, `Loss`, function ``(y_true, y_pred) -> per-sample values``, or per
-                output a list or dict (keyed by output name); one loss applies to every output.
-            loss_weights: a float, or a list or dict of floats weighting each output's loss in
-                the total.
+                output a list, dict (keyed by output name) or nested structure like the
+                outputs; one loss applies to every output, a list of losses for one output
+                adds them. ``"crossentropy"`` picks binary, sparse or categorical cross-entropy
+                from the shapes, as Keras does.
+            loss_weights: a float, or floats in the structure of ``loss`` weighting each loss
+                in the total.
             metrics: list of names ("accuracy", "mae", ...) or `Metric`s, or per output a list
                 of lists or a dict. "accuracy"/"acc" picks the accuracy that fits the loss.
             weighted_metrics: like ``metrics``, but given the sample and class weights.
             auto_scale_loss: wrap the optimizer in a `LossScaleOptimizer` when the model's
                 dtype policy is ``mixed_float16`` (as Keras 3). Defaults to True.
-            run_eagerly, steps_per_execution, jit_compile: accepted for Keras compatibility;
-                kerasrs always runs eagerly, one step at a time.
+            jit_compile: True: fit, evaluate and predict trace each step into a graph once per
+                input signature and replay it (`kerasrs.trainers.jit`); what cannot be traced
+                raises `kerasrs.graph.TraceError` naming it. "auto" (the default): runs
+                eagerly, unless `kerasrs.config.enable_auto_jit_compile` was called: then it
+                traces and falls back to eager steps, with one warning, where it must.
+                False: eager.
+            run_eagerly: True runs eagerly whatever ``jit_compile`` says.
+            steps_per_execution: accepted for Keras compatibility; kerasrs runs one step per
+                call (callbacks see every batch).
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric (listing the valid names), or
@@ -96,7 +107,7 @@ class Trainer:
         self._compiled_metrics._owner = self
         self._loss_tracker = compile_utils.RunningMean("loss")
         self._loss_trackers = [self._loss_tracker]
-        self._output_names_cache = None
+        self._compiled_outputs = None
         self._train_variables = self._loss_layers = None
         self.compiled = True
         self.stop_training = False
@@ -106,6 +117,8 @@ class Trainer:
             optimizers.serialize(self.optimizer), "loss": loss, "loss_weights": loss_weights,
             "metrics": metrics, "weighted_metrics": weighted_metrics, "run_eagerly": run_eagerly,
             "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
+        mode = jit.resolve(jit_compile, run_eagerly)
+        self._jit = jit.JitSteps(self, mode) if mode else None
 
     def get_compile_config(self):
         """The arguments of the last ``compile`` (None if never compiled)."""
@@ -178,26 +191,16 @@ class Trainer:
             metric.reset_state()
 
     # -- one batch ------------------------------------------------------------------------------
-    def _output_names(self, y_pred):
-        names = getattr(self, "output_names", None)
-        flat = autodiff._flatten(y_pred)
-        if isinstance(y_pred, dict):
-            return sorted(y_pred)
-        if names and len(names) == len(flat):
-            return list(names)
-        return ["output"] if len(flat) == 1 else [f"output_{i}" for i in range(len(flat))]
-
     def _build_compiled(self, y, y_pred, sample_weight):
-        names = self._output_names(y_pred)
-        self._output_names_cache = names
-        self._compiled_loss.build(names)
-        y_flat = data_adapter.flatten_targets(y, names)
-        p_flat = autodiff._flatten(y_pred)
-        self._compiled_metrics.build(names, y_flat, p_flat, self._compiled_loss.losses)
+        outputs = compile_utils.OutputStructure(y_pred, getattr(self, "output_names", None))
+        self._compiled_outputs = outputs
+        y_flat, p_flat = outputs.flatten(y), autodiff._flatten(y_pred)
+        self._compiled_loss.build(outputs, y_flat, p_flat)
+        self._compiled_metrics.build(outputs, y_flat, p_flat, self._compiled_loss.output_losses)
         self._loss_trackers = [self._loss_tracker]
-        if len(names) > 1:
-            self._loss_trackers += [compile_utils.RunningMean(f"{n}_loss") for n, loss in
-                                    zip(names, self._compiled_loss.losses) if loss is not None]
+        if len(self._compiled_loss.names) > 1:  # as Keras: a mean per loss when several
+            self._loss_trackers += [compile_utils.RunningMean(f"{name}_loss")
+                                    for name in self._compiled_loss.names]
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The total loss, a scalar `Tensor`: the compiled losses (weighted by ``loss_weights``)
@@ -212,15 +215,11 @@ class Trainer:
         if self._compiled_loss is not None:
             if not self._compiled_loss.built:
                 self._build_compiled(y, y_pred, sample_weight)
-            names = self._output_names_cache
-            y_flat = data_adapter.flatten_targets(y, names)
-            sw_flat = data_adapter.flatten_targets(sample_weight, names, "sample_weight")
-            total, parts = self._compiled_loss(y_flat, autodiff._flatten(y_pred), sw_flat)
+            outputs = self._compiled_outputs
+            total, parts = self._compiled_loss(outputs.flatten(y), autodiff._flatten(y_pred),
+                                               outputs.flatten(sample_weight, "sample_weight"))
             if len(self._loss_trackers) > 1:
-                n = data_adapter.batch_size_of(x if x is not None else y_pred)
-                for tracker, part in zip(self._loss_trackers[1:],
-                                         [p for p in parts if p is not None]):
-                    tracker.add(float(part.data), n)
+                self._track_output_losses(parts, x if x is not None else y_pred)
         if self._loss_layers is None:  # cached like the trainable variables, per fit
             self._loss_layers = self._flatten_layers()
         extra = self._collect_losses(self._loss_layers)
@@ -233,6 +232,13 @@ class Trainer:
             raise ValueError(f"{self.name}: there is no loss to minimize. Pass `loss` to "
                              "compile() (or add layer losses). Received: loss=None")
         return total
+
+    def _track_output_losses(self, parts, x):
+        """Fold each output's loss into its loss mean, weighted by the batch's rows (a traced
+        step replaces this: the parts become outputs of its graph, `kerasrs.trainers.jit`)."""
+        n = data_adapter.batch_size_of(x)
+        for tracker, part in zip(self._loss_trackers[1:], parts):
+            tracker.add(float(part.data), n)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update the compiled metrics with this batch and return `get_metrics_result` (the
@@ -247,9 +253,9 @@ class Trainer:
             return
         if not cm.built:
             self._build_compiled(y, y_pred, sample_weight)
-        names = self._output_names_cache
-        cm.update_flat(data_adapter.flatten_targets(y, names), autodiff._flatten(y_pred),
-                       data_adapter.flatten_targets(sample_weight, names, "sample_weight"))
+        outputs = self._compiled_outputs
+        cm.update_flat(outputs.flatten(y), autodiff._flatten(y_pred),
+                       outputs.flatten(sample_weight, "sample_weight"))
 
     def _forward_backward(self, x, y, sample_weight, real=None):
         """Forward pass, loss, gradients and one optimizer step; folds the loss into the loss
@@ -258,6 +264,12 @@ class Trainer:
         ``(y_pred, y, sample_weight)`` of the rows that count."""
         optimizer = self.optimizer
         dist = self._fit_distribution
+        check = self._data_check
+        nan_data = check is not None and check.non_finite  # eager: it stops before the update
+        if self._jit is not None and dist is None and not nan_data:  # jit: a replayed step
+            out = self._jit.train(x, y, sample_weight, real)
+            if out is not None:
+                return out
         # dynamic loss scaling overflows on purpose now and then (the step is skipped): no
         # NumPy overflow warnings for that (np.errstate is local to this thread and block)
         scaling = getattr(optimizer, "skips_non_finite_steps", False)
@@ -282,8 +294,7 @@ class Trainer:
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
             scaled = loss if optimizer is None else optimizer.scale_loss(loss)
         self._track_loss(loss, x)
-        check = self._data_check
-        if check is not None and check.non_finite:  # stop before a NaN update (TerminateOnNaN)
+        if nan_data:  # stop before a NaN update (TerminateOnNaN)
             input_checks.stop_at_non_finite_loss(loss, dist, training)
         variables = self._train_variables
         if variables is None:
@@ -323,20 +334,25 @@ class Trainer:
         self._update_compiled_metrics(y, y_pred, sample_weight)
 
     def _test_batch(self, x, y, sample_weight):
+        self._update_compiled_metrics(y, self._test_forward(x, y, sample_weight), sample_weight)
+
+    def _test_forward(self, x, y, sample_weight):
+        """Forward pass and loss in inference mode; folds the loss into the loss mean and
+        returns the predictions."""
+        y_pred = self._jit.test(x, y, sample_weight) if self._jit is not None else None
+        if y_pred is not None:  # jit_compile: a replayed step
+            return y_pred
         with autodiff.no_grad():
             y_pred = self(x, training=False)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
         self._track_loss(loss, x)
-        self._update_compiled_metrics(y, y_pred, sample_weight)
+        return y_pred
 
     def test_step(self, data):
         """Forward pass and loss on one batch in inference mode; returns the logs (Keras 3's
         signature, ``data`` as in `train_step`)."""
         x, y, sample_weight = data_adapter.unpack_x_y_sample_weight(data)
-        with autodiff.no_grad():
-            y_pred = self(x, training=False)
-            loss = self.compute_loss(x, y, y_pred, sample_weight, training=False)
-        self._track_loss(loss, x)
+        y_pred = self._test_forward(x, y, sample_weight)
         return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     def predict_step(self, data):
@@ -354,6 +370,8 @@ class Trainer:
         if getattr(cls, name) is getattr(Trainer, name) and \
                 cls.compute_metrics is Trainer.compute_metrics:
             return (self._train_batch if mode == "train" else self._test_batch), False
+        if self._jit is not None and getattr(cls, name) is not getattr(Trainer, name):
+            self._jit.custom_step(name)
         user_step = getattr(self, name)
 
         def step(x, y, sample_weight, real=None):
@@ -594,6 +612,10 @@ class Trainer:
     def predict_on_batch(self, x):
         """The outputs for one batch as NumPy arrays (inference mode, no gradients); an
         overridden `predict_step` is called with ``data`` as `train_step` gets it."""
+        if self._jit is not None and type(self).predict_step is Trainer.predict_step:
+            out = self._jit.predict(x)  # jit_compile: a replayed step (None: run eagerly)
+            if out is not None:
+                return out
         with autodiff.no_grad():
             if type(self).predict_step is Trainer.predict_step:
                 out = self(x, training=False)

@@ -85,3 +85,20 @@ def test_argument_and_model_checks(tmp_path):
     with pytest.raises(ValueError, match="the model must be built before fit"):
         model.fit(np.ones((2, 2)), np.ones((2, 1)), verbose=0,
                   callbacks=[callbacks.BackupAndRestore(tmp_path)])
+
+
+@pytest.mark.parametrize("content", [b"{\"epo", b"\xff\xfe", b"[1, 2]", b"{\"batch\": 0}",
+                                     b"{\"epoch\": \"two\"}", b"{\"epoch\": -1}"])
+def test_files_damaged_training_metadata_names_the_file_and_the_backup_folder(content, tmp_path):
+    with pytest.raises(RuntimeError, match="crash"):
+        _fit(_model(), callbacks.BackupAndRestore(tmp_path), Stop(2, 0))
+    (tmp_path / "training_metadata.json").write_bytes(content)
+    model = _model()
+    before = [w.numpy().copy() for w in model.weights]
+    with pytest.raises(ValueError) as info:
+        _fit(model, callbacks.BackupAndRestore(tmp_path))
+    message = str(info.value)
+    assert repr(str(tmp_path / "training_metadata.json")) in message
+    assert f"backup folder {str(tmp_path)!r}" in message and "damaged" in message
+    assert all(np.array_equal(w.numpy(), b) for w, b in zip(model.weights, before))
+    assert (tmp_path / "latest.weights.h5").exists()  # the backup is kept for inspection

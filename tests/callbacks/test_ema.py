@@ -51,7 +51,8 @@ def test_average_slots_come_first_and_config_round_trips():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"ema_momentum": 1.5}, r"ema_momentum must be in \[0, 1\]. Received: ema_momentum=1.5"),
-    ({"ema_overwrite_frequency": 0}, "ema_overwrite_frequency must be an int >= 1")])
+    ({"ema_overwrite_frequency": -1}, "ema_overwrite_frequency must be an int >= 1"),
+    ({"ema_overwrite_frequency": 2.0}, "ema_overwrite_frequency must be an int >= 1")])
 def test_bad_ema_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         optimizers.SGD(0.1, use_ema=True, **kwargs)

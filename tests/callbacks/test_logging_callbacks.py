@@ -87,8 +87,9 @@ def test_lambda_callback_hooks_and_unknown_names():
     _model().evaluate(X, Y, callbacks=[cb], verbose=0)
     assert calls[-1] == "test_end"
     assert not cb._needs_batch_hooks("train")
-    with pytest.raises(ValueError, match=r"unknown hook name\(s\) \['on_epoch_finish'\]"):
-        callbacks.LambdaCallback(on_epoch_finish=print)
+    with pytest.warns(UserWarning, match="`on_epoch_finish` is not a callback hook"):
+        kept = callbacks.LambdaCallback(on_epoch_finish=print)  # kept, as Keras keeps it
+    assert kept.on_epoch_finish is print
 
 
 # -- RemoteMonitor --------------------------------------------------------------------------------
@@ -195,3 +196,17 @@ def test_tensorboard_scalars_read_back(tmp_path):
     while others() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not others(), threading.enumerate()
+
+
+def test_files_csv_append_onto_a_file_with_other_columns_refuses(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("epoch,accuracy,loss\n0,0.5,1.0\n")
+    with pytest.raises(ValueError) as info:
+        _fit(_model(), callbacks.CSVLogger(path, append=True), epochs=2)
+    message = str(info.value)
+    assert repr(str(path)) in message and "'accuracy'" in message and "'mae'" in message
+    assert path.read_text() == "epoch,accuracy,loss\n0,0.5,1.0\n"  # nothing malformed written
+    # a file with this run's columns (here with another separator) is appended to
+    path.write_text("epoch;loss;mae;val_loss;val_mae\n")
+    _fit(_model(), callbacks.CSVLogger(path, separator=";", append=True), epochs=1)
+    assert path.read_text().count("\n") == 2

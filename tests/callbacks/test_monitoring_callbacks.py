@@ -2,6 +2,8 @@
 the missing-monitor warning and the argument checks. Keras's own numbers for the same
 scenarios are compared in test_keras_callback_parity.py."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -105,8 +107,37 @@ def test_invalid_mode_raises(make):
 
 def test_auto_mode_refuses_a_name_without_direction():
     model = _scalar_model(0.1)
+    logs_smoothness = callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: logs.update(smoothness=1.0))
     with pytest.raises(ValueError, match="cannot tell whether 'smoothness'.*mode='max'"):
-        _fit(model, 1, callbacks.EarlyStopping(monitor="smoothness"))
+        _fit(model, 1, logs_smoothness, callbacks.EarlyStopping(monitor="smoothness"))
+
+
+@pytest.mark.parametrize("make, name, value", [
+    (make, name, value) for make in (callbacks.EarlyStopping, callbacks.ReduceLROnPlateau)
+    for name, value in [("min_delta", "a"), ("min_delta", float("nan")), ("min_delta", None),
+                        ("baseline", "x"), ("baseline", [1.0]), ("monitor", None),
+                        ("monitor", ""), ("monitor", 3)]
+    if name != "baseline" or make is callbacks.EarlyStopping])
+def test_callback_arguments_refused_in_the_constructor_naming_the_argument(make, name, value):
+    # before: min_delta="a" was abs()'s TypeError; baseline="x" and monitor=None were accepted
+    # and failed (or silently never improved) inside fit
+    with pytest.raises(ValueError, match=rf"{make.__name__}: `{name}` must be .*"
+                                         rf"Received: {name}={re.escape(repr(value))}"):
+        make(**{name: value})
+    make(min_delta=np.float32(0.1), monitor="loss")  # NumPy numbers are numbers
+    callbacks.EarlyStopping(baseline=np.float64(0.5))
+
+
+@pytest.mark.parametrize("make", [callbacks.EarlyStopping, callbacks.ReduceLROnPlateau])
+def test_callback_arguments_monitor_typo_names_the_keys_in_the_logs(make):
+    # before, in mode="auto": "cannot tell whether 'val_los' should be maximized or minimized",
+    # an error about the direction of a name that is not in the logs at all
+    model = _scalar_model(0.1)
+    with pytest.warns(UserWarning, match=r"'lss' is not in the logs.*Did you mean 'loss'\?.*"
+                                         r"Available: \[.*'loss'"):
+        h = _fit(model, 2, make(monitor="lss"))
+    assert len(h.history["loss"]) == 2
 
 
 # -- ReduceLROnPlateau ----------------------------------------------------------------------------

@@ -4,11 +4,16 @@ Every MPI run happens in subprocesses (`dp_train.py`, or code through `mpi_launc
 the pytest process never starts MPI.
 """
 
+import os
 import pathlib
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
-from mpi_launch import ENV, needs_mpi, run, snippet
+from mpi_launch import ENV, MPIEXEC, REPO, needs_mpi, run, snippet
 
 import kerasrs
 from kerasrs.distribution import mpi
@@ -313,3 +318,30 @@ say(model.weights[0].numpy().ravel().tolist(), int(model.optimizer.iterations.nu
 """
     first, second = snippet(code, ranks=2)
     assert first == second and first.endswith(" 3")  # 1 step after the 2 restored ones
+
+
+@needs_mpi
+def test_data_parallel_exception_on_one_rank_aborts_the_job_without_dash_m_mpi4py():
+    # before: rank 1 died and rank 0 waited in its next collective forever
+    code = """
+import kerasrs
+dist = kerasrs.distribution.DataParallel()
+if dist.process_id == 1:
+    raise RuntimeError("boom on rank 1")
+dist.comm.Barrier()  # rank 0 waits here for rank 1
+print("rank 0 passed the barrier")
+"""
+    env = {**ENV, "PYTHONPATH": os.pathsep.join(p for p in (REPO, ENV.get("PYTHONPATH")) if p)}
+    start = time.monotonic()
+    job = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-c", code], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        out, err = job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)  # mpiexec and both ranks
+        job.communicate()
+        pytest.fail(f"the job hung for {time.monotonic() - start:.0f} s after rank 1 raised")
+    assert job.returncode != 0
+    assert "RuntimeError: boom on rank 1" in err  # the traceback is printed before the abort
+    assert "passed the barrier" not in out

@@ -70,12 +70,68 @@ def test_a_view_of_an_input_passed_as_an_array_is_the_input_not_a_constant():
 
 def test_a_value_computed_outside_recorded_ops_is_baked_in_with_a_warning():
     def f(x):
-        mask = ops.greater(x, 0.0)  # a comparison records no op
+        mask = kerasrs.Tensor(x.data > 0)  # computed on the raw array: no op records it
         return x * ops.cast(mask, "float32")
 
     with pytest.warns(UserWarning, match="baked in as constants.*argument 0 of 'cast'"):
         traced = graph.trace(f, x=np.array([1.0, -1.0], "float32"))
     assert any(n.op == "constant" and n.type.shape == (2,) for n in traced.nodes)
+
+
+def test_comparisons_and_argmax_are_ops_without_a_gradient():
+    def f(x):
+        keep = ops.cast(ops.greater(x, 0.0), "float32")
+        return {"y": ops.sum(x * keep), "top": ops.argmax(x, axis=-1)}
+
+    traced = graph.trace(f, x=np.array([[1.0, -1.0, 3.0]], "float32"))
+    assert {"greater", "argmax"} <= {n.op for n in traced.nodes}
+    out = traced.run(x=np.array([[-2.0, 5.0, 1.0]], "float32"))
+    assert float(out["y"].numpy()) == 6.0 and out["top"].numpy().tolist() == [1]
+
+    def g(x):
+        y = ops.sum(x * ops.cast(ops.greater(x, 0.0), "float32"))
+        return graph.grad(y, x)
+
+    diff = graph.differentiate(graph.trace(g, x=np.array([1.0, -1.0], "float32")))
+    vjp_of = {diff.nodes[n.inputs[0]].op for n in diff.nodes if n.op == "vjp"}
+    assert "greater" not in vjp_of and "multiply" in vjp_of
+    np.testing.assert_array_equal(
+        diff.run(x=np.array([2.0, -3.0], "float32"))["output"].numpy(), [1.0, 0.0])
+
+
+def test_host_reads_of_traced_values_are_reported_and_refused_when_strict():
+    def f(x):
+        if float(ops.sum(x)) > 0:  # Python control flow on a tensor's value
+            return x * 2.0
+        return x
+
+    with pytest.warns(UserWarning, match=r"float\(\) of %\d+ \(sum\)"):
+        graph.trace(f, x=np.ones(3, "float32"))
+    with pytest.raises(graph.TraceError, match=r"float\(\) of %\d+ \(sum\).*frozen"):
+        graph.Tracer(strict=True).trace(f, x=np.ones(3, "float32"))
+
+
+def test_a_variable_assignment_is_a_graph_update_and_changes_nothing_while_tracing():
+    v = kerasrs.Variable(np.zeros(3, "float32"), trainable=False, name="state")
+
+    def f(x):
+        v.assign(v * 0.5 + x)
+        v.assign_add(ops.ones(3))
+        return ops.sum(x)
+
+    traced = graph.trace(f, x=np.ones(3, "float32"))
+    np.testing.assert_array_equal(v.numpy(), np.zeros(3))
+    assert list(traced.updates) == ["state"]
+    traced.run(x=np.full(3, 2.0, "float32"))
+    np.testing.assert_array_equal(v.numpy(), np.full(3, 3.0))
+
+    def raw(x):
+        v.assign(v.data * 0.5 + x.data)  # computed on the raw arrays
+        return ops.sum(x)
+
+    with pytest.raises(graph.TraceError, match="assign of a value of shape \\(3,\\) computed "
+                                               "outside recorded ops"):
+        graph.Tracer(strict=True).trace(raw, x=np.ones(3, "float32"))
 
 
 def test_an_unregistered_op_is_an_error_naming_it_and_where():
@@ -190,9 +246,27 @@ def test_a_npy_file_becomes_a_constant_node(tmp_path):
 
 
 def test_labels_that_are_no_view_of_an_input_are_baked_in_with_a_warning():
-    """uint8 labels are copied to int64 inside the loss: the copy is no input's memory."""
+    """Labels copied on the raw arrays are no input's memory: baked in, with a warning."""
     def f(x, labels):
-        return ops.sparse_categorical_crossentropy(labels, x, from_logits=True)
+        copied = kerasrs.Tensor(labels.data.astype("int64"))
+        return ops.sparse_categorical_crossentropy(copied, x, from_logits=True)
 
     with pytest.warns(UserWarning, match="data 'labels' of 'sparse_softmax_cross_entropy'"):
         graph.trace(f, x=np.zeros((4, 3), "float32"), labels=np.zeros(4, "uint8"))
+    with pytest.raises(graph.TraceError, match="data 'labels' of 'sparse_softmax_cross"):
+        graph.Tracer(strict=True).trace(f, x=np.zeros((4, 3), "float32"),
+                                        labels=np.zeros(4, "uint8"))
+
+
+def test_labels_of_another_integer_dtype_are_cast_by_an_op():
+    def f(x, labels):
+        return ops.sparse_categorical_crossentropy(labels, x, from_logits=True)
+
+    traced = graph.trace(f, x=np.zeros((4, 3), "float32"), labels=np.zeros(4, "uint8"))
+    cast = next(n for n in traced.nodes if n.op == "cast")
+    assert traced.nodes[cast.inputs[0]].name == "labels" and cast.attrs["dtype"] == "int64"
+    labels = np.array([2, 0, 1, 2], "uint8")
+    got = traced.run(x=np.eye(4, 3, dtype="float32"), labels=labels)["output"].numpy()
+    want = ops.sparse_categorical_crossentropy(labels, np.eye(4, 3, dtype="float32"),
+                                               from_logits=True).numpy()
+    np.testing.assert_array_equal(got, want)

@@ -332,6 +332,55 @@ def test_symbolic_functional_model_with_mha_and_scores():
     assert a.shape == (2, 5, 6) and b.shape == (2, 2, 5, 5)
 
 
+GATED = os.path.join(os.path.dirname(__file__), "..", "fixtures", "keras_gated_attention.npz")
+
+
+@pytest.mark.parametrize("case, make, causal", [
+    ("mha_gate", lambda: layers.MultiHeadAttention(2, 3, use_gate=True), False),
+    ("mha_window", lambda: layers.MultiHeadAttention(2, 3, sliding_window=2), True),
+    ("gqa_gate_window", lambda: layers.GroupedQueryAttention(3, 4, 2, sliding_window=2,
+                                                             use_gate=True), True)])
+def test_gate_and_sliding_window_match_keras(case, make, causal):
+    ref = np.load(GATED)
+    layer = make()
+    layer(ref["q"], ref["v"])
+    assert len(layer.weights) == len([k for k in ref.files if k.startswith(case + "/w")])
+    for i, w in enumerate(layer.weights):  # Keras's weight order, gate between key and value
+        w.assign(ref[f"{case}/w{i}"])
+    out, scores = layer(ref["q"], ref["v"], return_attention_scores=True,
+                        use_causal_mask=causal)
+    np.testing.assert_allclose(np.asarray(out), ref[f"{case}/out"], atol=2e-5)
+    np.testing.assert_allclose(np.asarray(scores), ref[f"{case}/scores"], atol=2e-5)
+    fused = layer(ref["q"], ref["v"], use_causal_mask=causal)  # the fused path, no scores
+    np.testing.assert_allclose(np.asarray(fused), ref[f"{case}/out"], atol=2e-5)
+
+
+def test_attention_override_points_and_symbolic_scores():
+    class Doubled(layers.MultiHeadAttention):
+        def _compute_attention(self, query, key, value, attention_mask=None, training=None,
+                               return_attention_scores=False, use_causal_mask=False):
+            out, scores = super()._compute_attention(query, key, value, attention_mask,
+                                                     training, return_attention_scores)
+            return ops.multiply(out, 2.0), scores
+
+    plain, doubled = layers.MultiHeadAttention(2, 3, use_bias=False), Doubled(2, 3,
+                                                                              use_bias=False)
+    plain(Q, Q)
+    doubled(Q, Q)
+    doubled.set_weights(plain.get_weights())
+    zero_bias_out = plain._output_dense(ops.multiply(
+        plain._compute_attention(plain._query_dense(Q), plain._key_dense(Q),
+                                 plain._value_dense(Q))[0], 2.0))
+    np.testing.assert_allclose(np.asarray(doubled(Q, Q)), np.asarray(zero_bias_out), atol=1e-5)
+    q, v = layers.Input((5, 6)), layers.Input((4, 6))
+    out, scores = layers.GroupedQueryAttention(3, 4, 2)(q, v, return_attention_scores=True)
+    assert tuple(out.shape) == (None, 5, 6) and tuple(scores.shape) == (None, 4, 5, 4)
+    with pytest.raises(ValueError, match="sliding_window"):
+        layers.MultiHeadAttention(2, 3, sliding_window=0)
+    with pytest.raises(ValueError, match="Dropout is not supported when flash attention"):
+        layers.GroupedQueryAttention(3, 4, 2, dropout=0.1, flash_attention=True)
+
+
 def test_small_transformer_block_fit_reduces_the_loss():
     kerasrs.utils.set_random_seed(1)
     rng = np.random.default_rng(0)

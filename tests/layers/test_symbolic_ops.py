@@ -204,7 +204,8 @@ def test_an_op_calling_other_ops_records_one_node():
     x = layers.Input((4,))
     for fn in (ops.stop_gradient, ops.hard_silu, ops.normalize, ops.log_softmax):
         model = kerasrs.Model(x, fn(x))
-        assert len(model.layers) == 2, [layer.name for layer in model.layers]
+        assert len(model.operations) == 2, [op.name for op in model.operations]
+        assert len(model.layers) == 1  # ops are operations, not layers (as in Keras)
     assert "convert_to_tensor" not in kerasrs.layers.naming._uids
     np.testing.assert_array_equal(_predict(kerasrs.Model(x, ops.stop_gradient(x) * 2.0),
                                            np.ones((1, 4), "float32")), [[2.0] * 4])
@@ -262,8 +263,8 @@ def test_transformer_residual_block_trains_and_saves(tmp_path):
         model.save(tmp_path / name)
         again = kerasrs.saving.load_model(tmp_path / name)
         np.testing.assert_allclose(again.predict(x, verbose=0), before, rtol=1e-6, atol=1e-7)
-        assert [type(layer).__name__ for layer in again.layers] == \
-            [type(layer).__name__ for layer in model.layers]
+        assert [type(op).__name__ for op in again.operations] == \
+            [type(op).__name__ for op in model.operations]
     model.save_weights(tmp_path / "w.weights.h5")
     clone = _transformer_classifier()
     clone.load_weights(tmp_path / "w.weights.h5")
@@ -308,7 +309,7 @@ def test_config_uses_keras_op_modules_and_class_names():
     assert len(merging) == 1  # the merging layer Add is still a layer
     again = _round_trip_config(model)
     assert type(again.get_layer(merging[0]["name"])).__module__ == "kerasrs.layers.merging"
-    assert isinstance(again.get_layer("add"), op_layer.OpLayer)
+    assert isinstance({op.name: op for op in again.operations}["add"], op_layer.OpLayer)
     data = _data(2, 4)
     np.testing.assert_allclose(_predict(again, data), _predict(model, data), rtol=1e-6)
 
@@ -319,7 +320,7 @@ def test_constants_live_on_the_layer_and_survive_h5(tmp_path):
     x = layers.Input((3, 4))
     y = ops.multiply(x, kerasrs.Tensor(table)) + table[0]
     model = kerasrs.Model(x, y)
-    layer = model.get_layer("multiply")
+    layer = {op.name: op for op in model.operations}["multiply"]
     assert len(layer.constants) == 1 and layer.get_config()["constants"][0]["config"][
         "value"] == table.tolist()
     data = _data(2, 3, 4)
@@ -335,7 +336,7 @@ def test_loads_a_keras_3_file_with_ops_in_its_graph():
     io = np.load(os.path.join(FIXTURES, "ops_model_io.npz"))
     np.testing.assert_allclose(model.predict(io["x"], verbose=0), io["y"], rtol=1e-5,
                                atol=1e-6)
-    kinds = {type(layer).__name__ for layer in model.layers}
+    kinds = {type(op).__name__ for op in model.operations}
     assert {"GetItem", "TrueDivide", "Matmul", "Softmax", "Sum", "Power", "Dense"} <= kinds
 
 

@@ -127,7 +127,7 @@ def test_c18_sparse_labels_n_and_n_by_1_agree(y_true):
     per_sample = losses.SparseCategoricalCrossentropy(reduction="none")(y_true, y_pred)
     assert per_sample.shape == (3,)
     np.testing.assert_allclose(per_sample.numpy(), -np.log([0.7, 0.1, 0.6]), rtol=1e-6)
-    loss = losses.get("sparse_categorical_crossentropy")(np.array(y_true, "int32"), y_pred)
+    loss = losses.get("SparseCategoricalCrossentropy")(np.array(y_true, "int32"), y_pred)
     assert float(loss) == pytest.approx(1.056695, abs=1e-6)
 
 

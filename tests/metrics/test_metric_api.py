@@ -97,10 +97,10 @@ def test_config_round_trip(metric):
     assert type(again) is type(metric) and again.get_config() == metric.get_config()
 
 
-def test_precision_with_several_thresholds_returns_a_list():
+def test_precision_with_several_thresholds_has_one_value_per_threshold():
     m = metrics.Precision(thresholds=[0.2, 0.6])
     m.update_state([0, 1, 1], [0.5, 0.5, 0.9])
-    assert m.result() == pytest.approx([2 / 3, 1.0])
+    assert m.result().numpy() == pytest.approx([2 / 3, 1.0])
 
 
 def test_argument_errors():

@@ -21,8 +21,10 @@ def test_confusion_metrics_match_keras_3_over_two_batches(key):
     m = getattr(metrics, class_name)(**kwargs)
     m.update_state(Y_TRUE[:30], Y_SCORE[:30])
     m.update_state(kerasrs.Tensor(Y_TRUE[30:]), kerasrs.Tensor(Y_SCORE[30:]))
-    assert isinstance(m.result(), float)
-    assert m.result() == pytest.approx(float(REF[f"metric/{key}"]), rel=1e-6)
+    result = m.result()
+    assert isinstance(result, kerasrs.Tensor) and result.shape == () and \
+        result.dtype == "float32"  # as Keras: a float32 scalar tensor
+    assert float(result) == pytest.approx(float(REF[f"metric/{key}"]), rel=1e-6)
 
 
 @pytest.mark.parametrize("key", sorted(CONFIGS))

@@ -9,9 +9,9 @@ are 0.
 
 import numpy as np
 
-from kerasrs import ops
+from kerasrs import ops, random
 from kerasrs.layers.base import Layer
-from kerasrs.layers.recurrent.cells import dropout_mask
+from kerasrs.layers.core import dropout_mask
 from kerasrs.ops.core import constant, raw
 
 
@@ -44,6 +44,8 @@ class Attention(Layer):
                              f"{{'dot', 'concat'}}. Received: score_mode={score_mode!r}")
         self.use_scale, self.score_mode = bool(use_scale), score_mode
         self.dropout, self.seed = float(dropout), seed
+        if self.dropout > 0:
+            self.seed_generator = random.SeedGenerator(seed)
 
     def build(self, input_shape):
         self._validate(input_shape)
@@ -116,7 +118,7 @@ class Attention(Layer):
         used = weights
         if training and self.dropout > 0:
             used = ops.multiply(weights, constant(dropout_mask(
-                self, weights.shape, self.dropout, weights.dtype, be), be))
+                self.seed_generator, weights.shape, self.dropout, weights.dtype, be), be))
         out = ops.matmul(used, v)
         if q_mask is not None:
             out = ops.multiply(out, constant(q_mask[..., None].astype(out.dtype), be))

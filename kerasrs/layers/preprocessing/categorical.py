@@ -32,6 +32,23 @@ def check_dense(who, sparse):
         raise ValueError(f"{who}: sparse outputs are not supported. Received: sparse={sparse!r}")
 
 
+def check_max_tokens(who, max_tokens, reserved):
+    """Refuse a ``max_tokens`` that leaves no index for a vocabulary token: it must exceed the
+    ``reserved`` indices (mask token and OOV indices), and 1 as in Keras.
+
+    Raises:
+        ValueError: naming the layer ``who``, the reserved count and the value.
+    """
+    if max_tokens is None:
+        return
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)) or \
+            max_tokens <= max(reserved, 1):
+        raise ValueError(f"{who}: `max_tokens` must be None or an int greater than "
+                         f"{max(reserved, 1)}: it counts the {reserved} reserved indices (mask "
+                         "token and OOV indices) too, and must leave room for at least one "
+                         f"vocabulary token. Received: max_tokens={max_tokens!r}")
+
+
 def encode(ids, depth, output_mode, dtype, backend, count_weights=None):
     """Keras's ``encode_categorical_inputs`` on a backend array of integer ids ``< depth``:
     "one_hot" adds an axis (a trailing axis of 1 is replaced), "multi_hot"/"count" reduce
@@ -115,6 +132,7 @@ class _IndexLookup(Layer):
             raise ValueError(f"{self.name}: `num_oov_indices` must be an int >= 0. Received: "
                              f"num_oov_indices={num_oov_indices!r}")
         check_dense(self.name, sparse)
+        check_max_tokens(self.name, max_tokens, num_oov_indices + (mask_token is not None))
         self.max_tokens, self.num_oov_indices = max_tokens, num_oov_indices
         self.mask_token, self.oov_token = mask_token, oov_token
         self.invert, self.output_mode = bool(invert), output_mode
@@ -161,6 +179,7 @@ class _IndexLookup(Layer):
         token), at most ``max_tokens`` indices in all."""
         counts = {}
         for batch in adapt_data.batches(data, self.name, steps):
+            self._check_values(batch)
             values, n = np.unique(batch.reshape(-1), return_counts=True)
             for value, c in zip(values.tolist(), n.tolist()):
                 value = self._token(value)
@@ -193,8 +212,12 @@ class _IndexLookup(Layer):
         return encode(inputs.backend.xp.asarray(ids), depth, self.output_mode,
                       self.compute_dtype, inputs.backend)
 
+    def _check_values(self, values):
+        """Raise if ``values`` (an array to look up or adapt to) are not this layer's kind."""
+
     def _lookup(self, values):
         """Integer ids (int64) of ``values`` in the index layout."""
+        self._check_values(values)
         start = len(self._specials())
         index = {token: start + i for i, token in enumerate(self._vocabulary)}
         flat = [self._token(v) for v in values.reshape(-1).tolist()]
@@ -253,6 +276,10 @@ class StringLookup(_IndexLookup):
         pad_to_max_tokens: bool, encoded outputs have ``max_tokens`` columns.
         sparse: only False. encoding: accepted ("utf-8").
 
+    Raises:
+        ValueError: for a ``max_tokens`` not above the reserved indices (mask and OOV), or
+            numeric inputs to a call or to `adapt` (use `IntegerLookup`).
+
     Example:
         >>> layer = StringLookup(vocabulary=["a", "b", "c"])
         >>> layer(np.array([["a", "c", "d"]])).numpy()
@@ -274,6 +301,14 @@ class StringLookup(_IndexLookup):
     def _token(value):
         return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
+    def _check_values(self, values):
+        # str() would read 3 as "3": numbers are IntegerLookup's (invert=True looks up ids)
+        values = np.asarray(values)
+        if values.dtype.kind in "biufc":
+            raise ValueError(f"{self.name}: StringLookup takes strings; use IntegerLookup for "
+                             f"integers. Received: inputs of dtype {values.dtype} (e.g. "
+                             f"{values.reshape(-1)[:3].tolist()})")
+
     def _output_array_dtype(self):
         return str
 
@@ -289,8 +324,8 @@ class IntegerLookup(_IndexLookup):
     ``value % num_oov_indices`` (Keras's integer hashing).
 
     Raises:
-        ValueError: (at a call) for inputs that are not integers (strings, or floats with a
-            fractional part).
+        ValueError: (at a call or `adapt`) for inputs that are not integers (strings, or floats
+            with a fractional part); for a ``max_tokens`` not above the reserved indices.
 
     Example:
         >>> layer = IntegerLookup(vocabulary=[12, 36, 1138, 42])
@@ -312,14 +347,13 @@ class IntegerLookup(_IndexLookup):
     def _token(value):
         return int(value)
 
-    def _lookup(self, values):
+    def _check_values(self, values):
         # int() would read 12.5 as 12 and "12" as 12: refuse what is not an integer
         values = np.asarray(values)
         if values.dtype.kind not in "iub" and not (
                 values.dtype.kind == "f" and np.all(values == np.round(values))):
             raise ValueError(f"{self.name}: IntegerLookup takes integers. Received: inputs of "
                              f"dtype {values.dtype} (e.g. {values.reshape(-1)[:3].tolist()})")
-        return super()._lookup(values)
 
     def _oov_bucket(self, values):
         return np.asarray(values, np.int64) % max(self.num_oov_indices, 1)

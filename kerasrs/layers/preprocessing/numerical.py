@@ -34,7 +34,7 @@ class Normalization(Layer):
     Raises:
         ValueError: for only one of ``mean``/``variance``, shapes that differ, an axis out of
             range or of unknown size, a call before the statistics exist, or `adapt` on data
-            without samples.
+            without samples or with NaN or inf values (which would make every output NaN).
 
     Example:
         >>> layer = Normalization()
@@ -81,16 +81,20 @@ class Normalization(Layer):
         of batches; batches are combined exactly, Chan et al. 1979's pairwise update)."""
         stream = adapt_data.batches(data, self.name, steps)
         first = next(stream)
+        if first.size == 0:  # before `build`, which would make statistics of size 0
+            raise ValueError(f"{self.name}.adapt: the data have no samples. Received: a first "
+                             f"batch of shape {first.shape}")
         if not self.built:
             self.build(first.shape)
             self.built = True
         mean = variance = None
         total = 0
-        for batch in _chain(first, stream):
+        for index, batch in enumerate(_chain(first, stream)):
             batch = batch.astype("float64")
-            size = batch.size // int(np.prod([batch.shape[a] for a in self._keep]))
-            if size == 0:
+            if batch.size == 0:
                 continue
+            _check_finite(batch, index, self.name)
+            size = batch.size // int(np.prod([batch.shape[a] for a in self._keep]))
             b_mean, b_var = batch.mean(axis=self._reduce), batch.var(axis=self._reduce)
             if mean is None:
                 mean, variance, total = b_mean, b_var, size
@@ -237,3 +241,19 @@ def _chain(first, rest):
 
 def _to_list(value):
     return None if value is None else np.asarray(value).tolist()
+
+
+def _check_finite(batch, index, who):
+    """Refuse NaN and inf in `adapt`'s data: one would make the mean (and so every output) NaN.
+
+    Raises:
+        ValueError: naming the layer, the batch, the count and the first position.
+    """
+    bad = ~np.isfinite(batch)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{who}.adapt: the data hold {int(bad.sum())} NaN or inf value(s) (batch "
+                         f"{index}, first at index {first}), which would make the mean and "
+                         "variance, and so every output, NaN. Remove or replace them (e.g. with "
+                         f"numpy.nan_to_num) before adapt. Received: a batch of shape "
+                         f"{batch.shape}")

@@ -25,14 +25,19 @@ class TextVectorization(Layer):
     token "" at index 0 and "[UNK]" at 1.
 
     Args:
-        max_tokens: int or None, the vocabulary size including the mask and OOV tokens.
+        max_tokens: int or None, the vocabulary size including the mask and OOV tokens (so
+            at least 3).
         output_mode: "int" (default: ids padded with 0, or cut, to ``output_sequence_length``
             when given, else to the longest string of the batch), "multi_hot", "count" or
             "one_hot".
-        output_sequence_length: int or None ("int" mode only).
+        output_sequence_length: int >= 1 or None ("int" mode only).
         pad_to_max_tokens: bool, encoded outputs have ``max_tokens`` columns.
         vocabulary: list of tokens, or None to `adapt`.
         encoding: accepted ("utf-8"). sparse, ragged: only False.
+
+    Raises:
+        ValueError: for an ``output_sequence_length`` that is not None or an int >= 1 (or given
+            outside "int" mode), a ``max_tokens`` below 3, sparse or ragged outputs.
 
     Input: strings of shape ``(batch,)`` or ``(batch, 1)``. Output: ``(batch, length)`` int64,
     or ``(batch, vocabulary size)`` float32 for the encoded modes.
@@ -56,6 +61,14 @@ class TextVectorization(Layer):
         if sparse or ragged:
             raise ValueError(f"{self.name}: sparse and ragged outputs are not supported. "
                              f"Received: sparse={sparse!r}, ragged={ragged!r}")
+        if output_sequence_length is not None and (
+                isinstance(output_sequence_length, bool) or
+                not isinstance(output_sequence_length, (int, np.integer)) or
+                output_sequence_length < 1):
+            raise ValueError(f"{self.name}: `output_sequence_length` must be None or an int >= 1 "
+                             "(the length every output is padded or cut to). Received: "
+                             f"output_sequence_length={output_sequence_length!r}")
+        categorical.check_max_tokens(self.name, max_tokens, 2)  # the mask "" and one OOV index
         if output_sequence_length is not None and output_mode != "int":
             raise ValueError(f"{self.name}: `output_sequence_length` needs output_mode='int'. "
                              f"Received: output_mode={output_mode!r}")

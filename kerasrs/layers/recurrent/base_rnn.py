@@ -151,7 +151,7 @@ class RNN(Layer):
         if tuple(m.shape) != (batch, steps):
             raise ValueError(f"{self.name}: the mask must have shape (batch, time) = "
                              f"{(batch, steps)}. Received: mask shape {tuple(m.shape)}")
-        return m.astype(bool)
+        return m.astype(bool, copy=False)  # a view: a traced graph finds the mask op
 
     def _can_fuse(self):
         fn = _FUSED_CELLS.get(type(self.cell))

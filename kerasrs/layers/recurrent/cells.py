@@ -16,7 +16,7 @@ one mask is shared by the gates (the expected value and the regularizing effect 
 
 import numpy as np
 
-from kerasrs import activations, initializers, ops
+from kerasrs import activations, initializers, ops, random
 from kerasrs.layers import core, serialization
 from kerasrs.layers.base import Layer
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
@@ -25,8 +25,8 @@ from kerasrs.ops.core import constant
 
 def dropout_mask(layer, like_shape, rate, dtype, be):
     """A ``like_shape`` array of 0 and ``1 / (1 - rate)`` (keep probability ``1 - rate``), from
-    the layer's Philox stream (`kerasrs.layers.core.dropout_mask`)."""
-    return core.dropout_mask(layer, like_shape, rate, dtype, be)
+    the layer's seed generator and Philox stream (`kerasrs.layers.core.dropout_mask`)."""
+    return core.dropout_mask(layer.seed_generator, like_shape, rate, dtype, be)
 
 
 def _check_rate(who, name, value):
@@ -77,6 +77,7 @@ class _Cell(Layer):
         self.dropout = _check_rate(self.name, "dropout", dropout)
         self.recurrent_dropout = _check_rate(self.name, "recurrent_dropout", recurrent_dropout)
         self.seed = seed
+        self.seed_generator = random.SeedGenerator(seed)
         self.state_size = self.units
         self.output_size = self.units
         self._dropout_mask = self._recurrent_dropout_mask = None

@@ -6,10 +6,10 @@ all time steps run as one batched convolution; the state-to-state convolution ("
 
 import numpy as np
 
-from kerasrs import activations, initializers, ops
+from kerasrs import activations, initializers, ops, random
 from kerasrs.backend import settings
 from kerasrs.layers.base import Layer
-from kerasrs.layers.recurrent.cells import dropout_mask
+from kerasrs.layers.core import dropout_mask
 from kerasrs.ops.core import constant
 
 
@@ -57,6 +57,7 @@ class _ConvLSTM(Layer):
             recurrent_constraint
         self.bias_constraint = bias_constraint
         self.dropout, self.recurrent_dropout, self.seed = dropout, recurrent_dropout, seed
+        self.seed_generator = random.SeedGenerator(seed)
         self.return_sequences, self.return_state = return_sequences, return_state
         self.go_backwards, self.stateful = go_backwards, stateful
 
@@ -101,7 +102,7 @@ class _ConvLSTM(Layer):
             x = ops.flip(x, 1)
         be = x.backend
         if training and self.dropout:  # one input mask per sequence, from the layer's generator
-            x = x * constant(dropout_mask(self, (batch,) + tuple(x.shape[2:]), self.dropout,
+            x = x * constant(dropout_mask(self.seed_generator, (batch,) + tuple(x.shape[2:]), self.dropout,
                                           x.dtype, be)[:, None], be)
         frames = ops.reshape(x, (batch * steps,) + tuple(x.shape[2:]))
         xz = ops.conv(frames, self.kernel, self.strides, self.padding, "channels_last",
@@ -119,7 +120,7 @@ class _ConvLSTM(Layer):
         f = self.filters
         rmask = None
         if training and self.recurrent_dropout:  # one mask per sequence (Gal & Ghahramani 2016)
-            rmask = constant(dropout_mask(self, (batch,) + spatial + (f,),
+            rmask = constant(dropout_mask(self.seed_generator, (batch,) + spatial + (f,),
                                           self.recurrent_dropout, x.dtype, be), be)
         for t in range(steps):
             hr = h if rmask is None else h * rmask
