@@ -116,19 +116,21 @@ class Function:
 
 
 def _upcast_half(arrays):
-    """In place: float16/bfloat16 arrays become float32. Returns the half dtype the result goes
-    back to, or None: also None when a wider float input is mixed in (float16 @ float64 is
-    float64, as ``add`` promotes; casting it back to float16 turned 1e5 into inf)."""
-    low, wide = None, False
+    """In place: float16/bfloat16 arrays become float32. Returns the half dtype the result
+    goes back to: None if no input was half, or if the half inputs differ or meet a wider
+    float (then the promoted result is at least float32: float16 x float64 is float64)."""
+    low, mixed = None, False
     for i, a in enumerate(arrays):
         dtype = getattr(a, "dtype", None)
-        if dtype is not None and dtype.itemsize == 2 and (dtype.kind == "f" or
-                                                          dtype.name == "bfloat16"):
+        if dtype is None:
+            continue
+        if dtype.itemsize == 2 and (dtype.kind == "f" or dtype.name == "bfloat16"):
+            mixed = mixed or (low is not None and low != dtype)
             low = dtype
             arrays[i] = a.astype(np.float32)
-        elif dtype is not None and dtype.kind in "fc":
-            wide = True
-    return None if wide else low
+        elif dtype.kind in "fc":
+            mixed = True
+    return None if mixed else low
 
 
 class _NotATensor(Exception):

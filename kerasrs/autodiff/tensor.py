@@ -16,8 +16,8 @@ class Tensor:
     """An n-dimensional array on one backend, usable with Python operators and `kerasrs.ops`.
 
     Args:
-        data: array-like. Python floats and lists of floats become ``floatx()`` (float32);
-            NumPy/CuPy arrays keep their dtype.
+        data: array-like. Python floats and lists of floats become ``floatx()`` (float32),
+            Python ints int32 (int64 if a value needs it); NumPy/CuPy arrays keep their dtype.
         dtype: optional dtype to cast to.
 
     Attributes:
@@ -255,13 +255,21 @@ def _to_array(x, be, dtype=None):
         dtype = backend_module.standardize_dtype(dtype)
     elif not hasattr(x, "dtype"):
         probe = np.asarray(x)
-        dtype = backend_module.standardize_dtype(None) if probe.dtype.kind == "f" else probe.dtype
+        dtype = backend_module.standardize_dtype(None) if probe.dtype.kind == "f" else \
+            _python_int_dtype(probe) if probe.dtype.kind in "iu" else probe.dtype
     if isinstance(x, np.ndarray) or not hasattr(x, "__cuda_array_interface__"):
         return be.asarray(x, dtype=dtype)
     if be.name == "numpy":
         raise ValueError("Cannot put a GPU array in a NumPy-backend tensor; use "
                          "kerasrs.backend.convert_to_numpy(x) first.")
     return be.asarray(x, dtype=dtype)
+
+
+def _python_int_dtype(probe):
+    """Python ints become int32, as in Keras (NumPy's int64 where a value needs 64 bits)."""
+    if probe.size and (probe.max() > 2 ** 31 - 1 or probe.min() < -2 ** 31):
+        return probe.dtype
+    return np.dtype("int32")
 
 
 def convert_to_tensor(x, dtype=None):

@@ -13,6 +13,7 @@ import numpy as np
 
 from kerasrs.backend import base, memory
 from kerasrs.backend.base import Backend, numpy_dtype
+from kerasrs.backend.dtypes import floatx, result_type, set_floatx
 from kerasrs.backend.cupy_backend import CupyBackend
 from kerasrs.backend.numpy_backend import NumpyBackend
 
@@ -22,7 +23,6 @@ _instances = {}
 _default = [os.environ.get("KERASRS_BACKEND", "numpy").strip().lower() or "numpy"]
 if _default[0] not in NAMES:
     raise ValueError(f"KERASRS_BACKEND must be one of {NAMES}. Received: {_default[0]!r}")
-_floatx = ["float32"]
 _seed = [None]
 _dropout_keys = [np.random.default_rng()]  # draws the Philox keys of unseeded dropout layers
 
@@ -85,18 +85,6 @@ def backend_of(array):
     return get()
 
 
-def floatx():
-    """Default float dtype name for weights and converted inputs: "float32" unless changed."""
-    return _floatx[0]
-
-
-def set_floatx(dtype):
-    """Set the default float dtype ("float16", "bfloat16", "float32" or "float64")."""
-    if dtype not in ("float16", "bfloat16", "float32", "float64"):
-        raise ValueError(f"set_floatx: unknown float dtype. Received: dtype={dtype!r}")
-    _floatx[0] = dtype
-
-
 def standardize_dtype(dtype):
     """A dtype object from a name ("float32", "bfloat16", ...), dtype or None (-> floatx).
 
@@ -155,15 +143,6 @@ from kerasrs.backend.settings import (  # noqa: E402,F401
 def is_int_dtype(dtype):
     """True for signed and unsigned integer dtypes."""
     return np.dtype(standardize_dtype(dtype)).kind in "iu"
-
-
-def result_type(*dtypes):
-    """The dtype NumPy's promotion rules give for ``dtypes`` (names, dtypes or arrays), as a
-    name; Python scalars do not widen a float dtype (weak typing, as Keras)."""
-    strong = [d for d in dtypes if not isinstance(d, (int, float, bool))]
-    if not strong:
-        return floatx() if any(isinstance(d, float) for d in dtypes) else "int32"
-    return np.result_type(*[getattr(d, "dtype", d) for d in strong]).name
 
 
 _uids = {}

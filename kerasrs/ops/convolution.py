@@ -238,7 +238,7 @@ class Conv(Function):
 
     def forward(self, x, w, *bias):
         xp, geo, g = self.xp, self.geometry, self.groups
-        x, w = core._promote(x, w)  # integer inputs take the kernel's float dtype (Keras)
+        x, w = core.promote(x, w)  # integer inputs take the kernel's float dtype (Keras)
         self.w = w
         x = _to_last(xp, x, self.channels_first)
         self.x = None

@@ -4,12 +4,16 @@ Each op is a `Function` pair (forward on arrays, backward returning one gradient
 plus the public function with Keras's name. Broadcast gradients are reduced by the engine.
 """
 
+import operator
+
 import numpy as np
 
 from kerasrs import context
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
-from kerasrs.backend import floatx, is_float_dtype
+from kerasrs.backend import numpy_dtype
+from kerasrs.backend.dtypes import INDEX, result_dtype
 from kerasrs.ops.dispatch import op
+from kerasrs.ops.promotion import promote, promote_all, promote_float
 
 EPSILON = 1e-7  # Keras's backend.epsilon(): probabilities are clipped to [EPSILON, 1 - EPSILON]
 
@@ -33,6 +37,13 @@ def constant(data, backend):
 def raw(x):
     """The backend array inside a Tensor (or the value itself)."""
     return x.data if isinstance(x, Tensor) else x
+
+
+def indices(array, backend):
+    """A Tensor of indices or counts (argmax, argsort, nonzero...): int32, as in Keras
+    (`kerasrs.backend.dtypes.INDEX`), whatever integer NumPy returned. Computed on the host:
+    a constant of a traced graph (ops that trace register a `no_gradient_op` instead)."""
+    return constant(array.astype(INDEX, copy=False), backend)
 
 
 def no_gradient(x, fn):
@@ -70,13 +81,17 @@ def no_gradient_op(name, compute):
     return lambda *inputs, **params: NoGradient(name, **params).apply(*inputs)
 
 
-_to_float32 = no_gradient_op("to_float", lambda xp, a: a.astype("float32"))
+# the dtype is a param (not floatx() read at run time), so a replayed graph casts as the trace did
+_to_float = no_gradient_op("to_float", lambda xp, a, dtype: a.astype(numpy_dtype(dtype)))
 
 
 def to_float(x):
-    """``x`` as a Tensor, integers and bools cast to float32 (as Keras's float-valued ops do)."""
+    """``x`` as a Tensor, integers and bools cast to ``floatx()`` (as Keras's float-valued ops
+    do: `kerasrs.backend.dtypes.float_type`)."""
     x = convert_to_tensor(x)
-    return _to_float32(x) if x.dtype.kind in "iub" else x
+    if x.dtype.kind not in "iub":
+        return x
+    return _to_float(x, dtype=result_dtype(x.dtype, float).name)
 
 
 def sorted_axes(op, x, axis):
@@ -97,31 +112,10 @@ def axis_index(axis, ndim, op="ops"):
     return int(axis) % ndim
 
 
-def _promote(a, b):
-    """Keras's promotion of an integer (or bool) operand with a float: the result takes the
-    float's dtype (int32 with float32 is float32, not NumPy's float64), and an integer array
-    with a Python float gives ``floatx()``."""
-    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
-    if da is db:  # the common case: two arrays of one dtype (or two Python scalars)
-        return a, b
-    if da is None or da.kind not in "iub":
-        if db is not None and db.kind in "iub":
-            if da is not None and is_float_dtype(da):
-                return a, b.astype(da)
-            if type(a) is float:
-                return a, b.astype(floatx())
-        return a, b
-    if db is not None and is_float_dtype(db):
-        return a.astype(db), b
-    if type(b) is float:
-        return a.astype(floatx()), b
-    return a, b
-
-
 # -- binary arithmetic -------------------------------------------------------------------------
 class Add(Function):
     def forward(self, a, b):
-        a, b = _promote(a, b)
+        a, b = promote(a, b)
         return a + b
 
     def backward(self, gy):
@@ -130,7 +124,7 @@ class Add(Function):
 
 class Subtract(Function):
     def forward(self, a, b):
-        a, b = _promote(a, b)
+        a, b = promote(a, b)
         return a - b
 
     def backward(self, gy):
@@ -139,7 +133,7 @@ class Subtract(Function):
 
 class Multiply(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b = _promote(a, b)
+        self.a, self.b = a, b = promote(a, b)
         return a * b
 
     def backward(self, gy):
@@ -149,7 +143,7 @@ class Multiply(Function):
 
 class Divide(Function):
     def forward(self, a, b):
-        a, b = _promote(a, b)
+        a, b = promote_float(a, b)
         self.b = b
         self.y = a / b
         return self.y
@@ -161,7 +155,7 @@ class Divide(Function):
 
 class Power(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b = _promote(a, b)
+        self.a, self.b = a, b = promote(a, b)
         self.y = self.xp.power(a, b)
         return self.y
 
@@ -229,12 +223,13 @@ def floor_divide(x1, x2):
     return _floor_divide(*_pair(x1, x2))
 
 
-_floor_divide = no_gradient_op("floor_divide", lambda xp, a, b: a // b)
+_floor_divide = no_gradient_op("floor_divide", lambda xp, a, b: operator.floordiv(
+    *promoted_pair(xp, a, b)))
 
 
 class Mod(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a, self.b = a, b = promote(a, b)
         return a % b
 
     def backward(self, gy):  # a % b = a - floor(a / b) * b, differentiated where floor is flat
@@ -253,21 +248,40 @@ def mod(x1, x2):
 
 
 def _pair(x1, x2):
-    t = x1 if isinstance(x1, Tensor) else x2 if isinstance(x2, Tensor) else convert_to_tensor(x1)
-    a = x1 if isinstance(x1, Tensor) else constant(raw_like(x1, t), t.backend)
-    b = x2 if isinstance(x2, Tensor) else constant(raw_like(x2, t), t.backend)
+    """``x1`` and ``x2`` as the inputs of a two-input op that promotes them in its forward
+    (`promoted_pair`, so a replayed graph promotes as eager code did): Tensors as they are,
+    Python scalars left weak (``int_tensor < 2.5`` compares in float32), anything else a
+    constant on the backend of the one that is a Tensor."""
+    if isinstance(x1, Tensor) and isinstance(x2, Tensor):
+        return x1, x2  # the common case
+    t = x1 if isinstance(x1, Tensor) else x2 if isinstance(x2, Tensor) else None
+    return _operand(x1, t), _operand(x2, t)
+
+
+def _operand(x, ref):
+    """A Tensor or Python scalar (weak) as it is, anything else a constant Tensor (on ``ref``'s
+    backend when ``ref`` is a Tensor)."""
+    if isinstance(x, Tensor) or type(x) in (bool, int, float):
+        return x
+    t = convert_to_tensor(x)
+    return constant(t.data, t.backend if ref is None else ref.backend)
+
+
+def promoted_pair(xp, a, b):
+    """Inside an op's forward: arrays ``a`` and ``b`` (or Python scalars) cast to their promoted
+    dtype (`promote`); a Python scalar left then becomes an array of the other's dtype."""
+    if getattr(a, "dtype", None) is getattr(b, "dtype", False):
+        return a, b  # the common case: two arrays of one dtype
+    a, b = promote(a, b)
+    if not hasattr(a, "dtype"):
+        a = xp.asarray(a, dtype=b.dtype)
+    if not hasattr(b, "dtype"):
+        b = xp.asarray(b, dtype=a.dtype)
     return a, b
 
 
-def raw_like(value, ref):
-    """``value`` as an array on ``ref``'s backend; Python scalars take ``ref``'s dtype."""
-    if isinstance(value, (int, float, bool)):
-        return ref.backend.xp.asarray(value, dtype=ref.dtype)
-    return convert_to_tensor(value).data
-
-
 def _compare(name, compare):
-    apply = no_gradient_op(name, lambda xp, a, b: compare(a, b))
+    apply = no_gradient_op(name, lambda xp, a, b: compare(*promoted_pair(xp, a, b)))
 
     def fn(x1, x2):
         return apply(*_pair(x1, x2))
@@ -283,8 +297,8 @@ less = _compare("less", lambda a, b: a < b)
 less_equal = _compare("less_equal", lambda a, b: a <= b)
 greater = _compare("greater", lambda a, b: a > b)
 greater_equal = _compare("greater_equal", lambda a, b: a >= b)
-logical_and = _compare("logical_and", lambda a, b: a & b)
-logical_or = _compare("logical_or", lambda a, b: a | b)
+logical_and = _compare("logical_and", lambda a, b: a.astype(bool) & b.astype(bool))
+logical_or = _compare("logical_or", lambda a, b: a.astype(bool) | b.astype(bool))
 
 
 @op
@@ -301,7 +315,7 @@ class MatMul(Function):
     half_in_float32 = "cpu"
 
     def forward(self, a, b):
-        self.a, self.b = a, b = _promote(a, b)
+        self.a, self.b = a, b = promote(a, b)
         return a @ b
 
     def backward(self, gy):
@@ -352,7 +366,7 @@ def matmul(x1, x2):
         raise ValueError(f"matmul: the last axis of x1 ({s1[-1]}) must match the "
                          f"{'first' if len(s2) == 1 else 'second-to-last'} axis of x2 ({k2}). "
                          f"Received: shapes {s1} and {s2}")
-    return MatMul().apply(x1, x2)
+    return MatMul().apply(*_int8_products(x1, x2))
 
 
 @op
@@ -403,7 +417,7 @@ class Einsum(Function):
         self.ins, self.out = ins, out
 
     def forward(self, *xs):
-        self.xs = xs
+        self.xs = xs = promote_all(*xs) if len(xs) > 1 else xs
         return self.xp.einsum(self._spec(self.ins, self.out), *xs, **self._opt(len(xs)))
 
     def backward(self, gy):
@@ -460,7 +474,15 @@ def einsum(subscripts, *operands):
     """
     shapes = [np.shape(raw(x)) for x in operands]
     ins, out = _parse_einsum(subscripts, shapes)
-    return Einsum(ins, out).apply(*operands)
+    return Einsum(ins, out).apply(*_int8_products(*operands))
+
+
+def _int8_products(*xs):
+    """Operands that are all int8 as int32: Keras's matmul and einsum accumulate int8 products
+    in int32 (the quantized layers' kernels), where NumPy would wrap around in int8."""
+    if all(getattr(raw(x), "dtype", None) == np.int8 for x in xs):
+        return [convert_to_tensor(x, "int32") for x in xs]
+    return xs
 
 
 def _parse_einsum(subscripts, shapes):

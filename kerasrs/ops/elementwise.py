@@ -9,9 +9,10 @@ comparisons and integer ops return Tensors that no gradient flows through.
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
-from kerasrs.ops.core import _pair, constant, no_gradient_op, to_float
+from kerasrs.ops.core import _pair, constant, no_gradient_op, promoted_pair, to_float
 from kerasrs.ops.math import Unary, _quiet, erf
 from kerasrs.ops.dispatch import op
+from kerasrs.ops.promotion import float_array, promote, promote_float
 
 
 def _unary(name, f, df, doc):
@@ -129,13 +130,14 @@ def erfinv(x):
 
 # -- binary, differentiable ----------------------------------------------------------------------
 class Binary(Function):
-    """An elementwise two-input op ``f(xp, a, b)`` with partial derivatives ``da``, ``db``."""
+    """An elementwise two-input op ``f(xp, a, b)`` with partial derivatives ``da``, ``db``;
+    ``promotion(a, b)`` casts the inputs first (`kerasrs.ops.promotion`)."""
 
-    def __init__(self, f, da, db):
-        self.f, self.da, self.db = f, da, db
+    def __init__(self, f, da, db, promotion):
+        self.f, self.da, self.db, self.promotion = f, da, db, promotion
 
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a, self.b = a, b = self.promotion(a, b)
         self.y = self.f(self.xp, a, b)
         return self.y
 
@@ -146,12 +148,10 @@ class Binary(Function):
                     gy * self.db(xp, a, b, y) if self.needs_grad[1] else None)
 
 
-def _binary(name, f, da, db, doc):
+def _binary(name, f, da, db, doc, promotion=promote_float):
+    """The public op ``name``: `Binary`; float-valued unless ``promotion`` says otherwise."""
     def fn(x1, x2):
-        a, b = _pair(x1, x2)
-        if a.dtype.kind in "iub" and b.dtype.kind in "iub":
-            a, b = to_float(a), to_float(b)
-        return Binary(f, da, db).apply(a, b)
+        return Binary(f, da, db, promotion).apply(x1, x2)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -172,47 +172,65 @@ logaddexp2 = _binary("logaddexp2", lambda xp, a, b: xp.logaddexp2(a, b),
 fmax = _binary("fmax", lambda xp, a, b: xp.fmax(a, b),
                lambda xp, a, b, y: ((a >= b) | xp.isnan(b)).astype(y.dtype),
                lambda xp, a, b, y: ((b > a) | xp.isnan(a)).astype(y.dtype),
-               "Elementwise maximum that ignores NaN (NaN only where both are NaN).")
+               "Elementwise maximum that ignores NaN (NaN only where both are NaN).", promote)
 fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b),
                lambda xp, a, b, y: ((a <= b) | xp.isnan(b)).astype(y.dtype),
                lambda xp, a, b, y: ((b < a) | xp.isnan(a)).astype(y.dtype),
-               "Elementwise minimum that ignores NaN.")
+               "Elementwise minimum that ignores NaN.", promote)
 fmod = _binary("fmod", lambda xp, a, b: xp.fmod(a, b), lambda xp, a, b, y: 1.0 + 0 * y,
                lambda xp, a, b, y: -xp.trunc(a / b),
-               "Elementwise C-style remainder: the sign of ``x1``.")
-ldexp = _binary("ldexp", lambda xp, a, b: a * xp.exp2(b), lambda xp, a, b, y: xp.exp2(b),
-                lambda xp, a, b, y: y * np.log(2.0), "Elementwise ``x1 * 2**x2``.")
+               "Elementwise C-style remainder: the sign of ``x1``.", promote)
+ldexp = _binary("ldexp", lambda xp, a, b: (a * xp.exp2(b)).astype(a.dtype, copy=False),
+                lambda xp, a, b, y: xp.exp2(b).astype(y.dtype, copy=False),
+                lambda xp, a, b, y: y * np.log(2.0),
+                "Elementwise ``x1 * 2**x2``, in the float dtype of ``x1``.",
+                lambda a, b: (float_array(a) if hasattr(a, "dtype") else
+                              promote_float(a, 1)[0], b))  # x2 (an integer) leaves the dtype
 divide_no_nan = _binary(
-    "divide_no_nan", lambda xp, a, b: xp.where(b == 0, 0.0, a / xp.where(b == 0, 1.0, b)).astype(
-        xp.result_type(a, b)),
+    "divide_no_nan", lambda xp, a, b: xp.where(b == 0, 0, a / xp.where(b == 0, 1, b)),
     lambda xp, a, b, y: xp.where(b == 0, 0.0, 1 / xp.where(b == 0, 1.0, b)),
     lambda xp, a, b, y: xp.where(b == 0, 0.0, -y / xp.where(b == 0, 1.0, b)),
     "Elementwise ``x1 / x2`` with 0 where ``x2 == 0`` (gradient 0 there too).")
 
 
 # -- no gradient: rounding, tests, integer and bitwise ops --------------------------------------
-def _plain(name, compute, doc):
-    apply = no_gradient_op(name, compute)
+def _plain(name, compute, doc, promotion=None):
+    """A public op without gradient: ``compute(xp, *arrays)`` on the input(s), a registered
+    `no_gradient_op`. Two inputs are promoted inside it (`kerasrs.ops.core.promoted_pair`,
+    then ``promotion`` if given), so a replayed graph promotes as eager code did."""
+    def run(xp, *arrays):
+        if len(arrays) == 2:
+            arrays = promoted_pair(xp, *arrays)
+            if promotion is not None:
+                arrays = promotion(*arrays)
+        return compute(xp, *arrays)
+
+    apply = no_gradient_op(name, run)
 
     def fn(*args):
-        return apply(*[convert_to_tensor(a) for a in args])
+        return apply(*(_pair(*args) if len(args) == 2 else map(convert_to_tensor, args)))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc + " No gradient flows."
     return op(fn)
 
 
-floor = _plain("floor", lambda xp, x: xp.floor(x), "Elementwise floor.")
-ceil = _plain("ceil", lambda xp, x: xp.ceil(x), "Elementwise ceiling.")
-trunc = _plain("trunc", lambda xp, x: xp.trunc(x), "Elementwise rounding toward zero.")
+def _rounding(f):
+    """A rounding function: integers and bools are already whole (a copy, their dtype kept)."""
+    return lambda xp, x: x.copy() if x.dtype.kind in "iub" else f(xp, x)
+
+
+floor = _plain("floor", _rounding(lambda xp, x: xp.floor(x)), "Elementwise floor.")
+ceil = _plain("ceil", _rounding(lambda xp, x: xp.ceil(x)), "Elementwise ceiling.")
+trunc = _plain("trunc", _rounding(lambda xp, x: xp.trunc(x)), "Elementwise rounding toward zero.")
 signbit = _plain("signbit", lambda xp, x: xp.signbit(x), "True where the sign bit is set.")
 isneginf = _plain("isneginf", lambda xp, x: xp.isneginf(x), "True where ``x == -inf``.")
 isposinf = _plain("isposinf", lambda xp, x: xp.isposinf(x), "True where ``x == +inf``.")
 isreal = _plain("isreal", lambda xp, x: xp.isreal(x), "True where the imaginary part is 0.")
 heaviside = _plain("heaviside", lambda xp, a, b: xp.heaviside(a, b),
-                   "Step function: 0 below 0, ``x2`` at 0, 1 above.")
+                   "Step function: 0 below 0, ``x2`` at 0, 1 above.", promote_float)
 nextafter = _plain("nextafter", lambda xp, a, b: xp.nextafter(a, b),
-                   "The next float after ``x1`` toward ``x2``.")
+                   "The next float after ``x1`` toward ``x2``.", promote_float)
 logical_xor = _plain("logical_xor", lambda xp, a, b: xp.logical_xor(a, b), "Elementwise XOR.")
 gcd = _plain("gcd", lambda xp, a, b: xp.gcd(a, b), "Elementwise greatest common divisor.")
 lcm = _plain("lcm", lambda xp, a, b: xp.lcm(a, b), "Elementwise least common multiple.")

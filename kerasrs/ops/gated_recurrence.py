@@ -26,7 +26,7 @@ class LSTMRecurrence(Recurrence):
 
     def forward(self, x, kernel, recurrent_kernel, *rest):
         xp, be = self.xp, self.backend
-        x, kernel = core._promote(x, kernel)  # integer inputs take the kernel's float dtype
+        x, kernel = core.promote(x, kernel)  # integer inputs take the kernel's float dtype
         bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
         batch, steps, features = x.shape
         u, f = self.units, features
@@ -230,7 +230,7 @@ class GRUResetAfterRecurrence(Recurrence):
 
     def forward(self, x, kernel, recurrent_kernel, *rest):
         xp, be = self.xp, self.backend
-        x, kernel = core._promote(x, kernel)  # integer inputs take the kernel's float dtype
+        x, kernel = core.promote(x, kernel)  # integer inputs take the kernel's float dtype
         bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
         batch, steps, features = x.shape
         u, gu = self.units, 3 * self.units

@@ -6,8 +6,10 @@ import numpy as np
 
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.backend import is_float_dtype, standardize_dtype
-from kerasrs.ops.core import constant, no_gradient, no_gradient_op
+from kerasrs.backend.dtypes import INDEX
+from kerasrs.ops.core import indices, no_gradient, no_gradient_op
 from kerasrs.ops.dispatch import op
+from kerasrs.ops.promotion import promote
 
 
 # -- unary elementwise -------------------------------------------------------------------------
@@ -159,6 +161,7 @@ class Cast(Function):
 class Where(Function):
     def forward(self, cond, a, b):
         self.cond = cond
+        a, b = promote(a, b)
         return self.xp.where(cond, a, b)
 
     def backward(self, gy):
@@ -173,7 +176,7 @@ def where(condition, x1=None, x2=None):
     if x1 is None and x2 is None:
         c = convert_to_tensor(condition)
         c._report_host_read("where(condition) (indices: a shape that depends on the values)")
-        return tuple(constant(i, c.backend) for i in c.backend.xp.nonzero(c.data))
+        return tuple(indices(i, c.backend) for i in c.backend.xp.nonzero(c.data))
     c = condition.data if isinstance(condition, Tensor) else condition
     return Where().apply(np.asarray(c) if isinstance(c, list) else c, x1, x2)
 
@@ -195,7 +198,7 @@ class _MaxMin(Function):
         self.is_max = is_max
 
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a, self.b = a, b = promote(a, b)
         return self.xp.maximum(a, b) if self.is_max else self.xp.minimum(a, b)
 
     def backward(self, gy):
@@ -344,28 +347,28 @@ amax, amin = max, min
 
 @op
 def argmax(x, axis=None, keepdims=False):
-    """Index of the maximum along ``axis`` (flattened when None). Integer result, no gradient."""
+    """Index of the maximum along ``axis`` (flattened when None). int32 result, no gradient."""
     x = convert_to_tensor(x)
     _check_axis("argmax", x, axis)
     _check_not_empty("argmax", x, axis)
     return _argmax(x, axis=axis, keepdims=bool(keepdims))
 
 
-_argmax = no_gradient_op("argmax", lambda xp, a, axis, keepdims: xp.argmax(a, axis=axis,
-                                                                         keepdims=keepdims))
+_argmax = no_gradient_op("argmax", lambda xp, a, axis, keepdims: xp.argmax(
+    a, axis=axis, keepdims=keepdims).astype(INDEX))  # int32, as in Keras
 
 
 @op
 def argmin(x, axis=None, keepdims=False):
-    """Index of the minimum along ``axis`` (flattened when None). Integer result, no gradient."""
+    """Index of the minimum along ``axis`` (flattened when None). int32 result, no gradient."""
     x = convert_to_tensor(x)
     _check_axis("argmin", x, axis)
     _check_not_empty("argmin", x, axis)
     return _argmin(x, axis=axis, keepdims=bool(keepdims))
 
 
-_argmin = no_gradient_op("argmin", lambda xp, a, axis, keepdims: xp.argmin(a, axis=axis,
-                                                                         keepdims=keepdims))
+_argmin = no_gradient_op("argmin", lambda xp, a, axis, keepdims: xp.argmin(
+    a, axis=axis, keepdims=keepdims).astype(INDEX))  # int32, as in Keras
 
 
 @op

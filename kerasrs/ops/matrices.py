@@ -46,7 +46,8 @@ def diag(x, k=0):
     flat = rows * n + cols
     onehot = np.zeros((x.shape[0], n * n), dtype=x.dtype)
     onehot[np.arange(x.shape[0]), flat] = 1
-    return layout.reshape(core.matmul(x, constant(x.backend.asarray(onehot), x.backend)), (n, n))
+    out = core.matmul(x, constant(x.backend.asarray(onehot), x.backend))  # int8: int32 products
+    return layout.reshape(math.cast(out, x.dtype) if out.dtype != x.dtype else out, (n, n))
 
 
 @op
@@ -87,8 +88,8 @@ def inner(x1, x2):
 
 @op
 def vdot(x1, x2):
-    """Dot product of the flattened inputs."""
-    return math.sum(core.multiply(ravel(x1), ravel(x2)))
+    """Dot product of the flattened inputs, in their promoted dtype."""
+    return core.einsum("i,i->", ravel(x1), ravel(x2))
 
 
 @op

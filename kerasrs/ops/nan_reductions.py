@@ -6,15 +6,20 @@ gradient)."""
 import numpy as np
 
 from kerasrs.autodiff import convert_to_tensor
+from kerasrs.backend.dtypes import INDEX
 from kerasrs.ops import core, math, reduction
 from kerasrs.ops.core import no_gradient
-from kerasrs.ops.dispatch import op
 from kerasrs.ops.dispatch import op
 
 
 def _nan_fill(x, value):
+    """``x`` with NaN replaced by ``value``, and the NaN mask (integers and bools hold no NaN:
+    they stay as they are, so ``nanmax`` of int8 is int8)."""
     x = convert_to_tensor(x)
-    return math.where(math.isnan(x), value, x), math.isnan(x)
+    nan = math.isnan(x)
+    if x.dtype.kind in "iub":
+        return x, nan
+    return math.where(nan, value, x), nan
 
 
 @op
@@ -71,9 +76,11 @@ def nancumprod(x, axis=None, dtype=None):
 
 @op
 def nanargmax(x, axis=None, keepdims=False):
-    return no_gradient(x, lambda xp, a: xp.nanargmax(a, axis=axis, keepdims=keepdims))
+    return no_gradient(x, lambda xp, a: xp.nanargmax(a, axis=axis, keepdims=keepdims).astype(
+        INDEX))
 
 
 @op
 def nanargmin(x, axis=None, keepdims=False):
-    return no_gradient(x, lambda xp, a: xp.nanargmin(a, axis=axis, keepdims=keepdims))
+    return no_gradient(x, lambda xp, a: xp.nanargmin(a, axis=axis, keepdims=keepdims).astype(
+        INDEX))

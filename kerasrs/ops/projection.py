@@ -31,7 +31,7 @@ class _Projection(Function):
         self.n_in, self.activation = n_in, activation
 
     def forward(self, x, kernel, *bias):
-        x, kernel = core._promote(x, kernel)  # integer inputs take the kernel's float dtype
+        x, kernel = core.promote(x, kernel)  # integer inputs take the kernel's float dtype
         k_in = math.prod(kernel.shape[:self.n_in])
         self.x_shape, self.k_shape = x.shape, kernel.shape
         self.x2, self.w2 = x.reshape(-1, k_in), kernel.reshape(k_in, -1)

@@ -62,7 +62,7 @@ class Recurrence(Function):
 
     def forward(self, x, kernel, recurrent_kernel, *rest):
         xp = self.xp
-        x, kernel = core._promote(x, kernel)  # integer inputs take the kernel's float dtype
+        x, kernel = core.promote(x, kernel)  # integer inputs take the kernel's float dtype
         bias, states = (rest[0], rest[1:]) if self.use_bias else (None, rest)
         batch, steps, _ = x.shape
         xt = x.transpose(1, 2, 0)  # (time, features, batch)

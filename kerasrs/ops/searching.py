@@ -8,8 +8,9 @@ import builtins
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
+from kerasrs.backend.dtypes import INDEX
 from kerasrs.ops import layout, math
-from kerasrs.ops.core import constant, no_gradient
+from kerasrs.ops.core import constant, indices, no_gradient
 from kerasrs.ops.layout import _axis, _shape, reshape
 from kerasrs.ops.dispatch import op
 
@@ -40,19 +41,19 @@ def sort(x, axis=-1):
 
 @op
 def argsort(x, axis=-1):
-    """Indices that sort ``x`` along ``axis`` (stable). An int64 Tensor, no gradient."""
+    """Indices that sort ``x`` along ``axis`` (stable). An int32 Tensor, no gradient."""
     x = convert_to_tensor(x)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     ax = _axis("argsort", axis, x.ndim, x.shape)
-    return constant(x.backend.xp.argsort(x.data, axis=ax, kind="stable"), x.backend)
+    return indices(x.backend.xp.argsort(x.data, axis=ax, kind="stable"), x.backend)
 
 
 @op
 def nonzero(x):
-    """Indices of the non-zero elements: a tuple of int64 Tensors, one per axis."""
+    """Indices of the non-zero elements: a tuple of int32 Tensors, one per axis."""
     x = convert_to_tensor(x)
-    return tuple(constant(i, x.backend) for i in x.backend.xp.nonzero(x.data))
+    return tuple(indices(i, x.backend) for i in x.backend.xp.nonzero(x.data))
 
 
 @op
@@ -78,7 +79,7 @@ def isin(x1, x2, assume_unique=False, invert=False):
 @op
 def searchsorted(sorted_sequence, values, side="left"):
     a, v = convert_to_tensor(sorted_sequence), convert_to_tensor(values)
-    return constant(a.backend.xp.searchsorted(a.data, v.data, side=side), a.backend)
+    return indices(a.backend.xp.searchsorted(a.data, v.data, side=side), a.backend)
 
 
 @op
@@ -132,7 +133,7 @@ def unravel_index(indices, shape):
 @op
 def argpartition(x, kth, axis=-1):
     """Indices that partition ``x`` around its ``kth`` element."""
-    return no_gradient(x, lambda xp, a: xp.argpartition(a, kth, axis=axis))
+    return no_gradient(x, lambda xp, a: xp.argpartition(a, kth, axis=axis).astype(INDEX))
 
 
 @op
@@ -154,7 +155,7 @@ def top_k(x, k, sorted=True):  # noqa: A002
         nan_last = ~np.isnan(np.take_along_axis(values, order, axis=-1))
         order = np.take_along_axis(order, np.argsort(nan_last, axis=-1, kind="stable"), -1)
     order = order[..., :k]
-    idx = constant(x.backend.asarray(order), x.backend)
+    idx = indices(x.backend.asarray(order), x.backend)
     return layout.take_along_axis(x, order, axis=-1), idx
 
 

@@ -5,6 +5,7 @@
 import numpy as np
 
 from kerasrs.autodiff import Tensor, convert_to_tensor
+from kerasrs.backend.dtypes import float_type
 from kerasrs.ops import core, layout, math, searching, stacking
 from kerasrs.ops.core import axis_index, constant, getitem, to_float
 from kerasrs.ops.layout import ravel
@@ -128,7 +129,9 @@ def corrcoef(x):
 @op
 def correlate(x1, x2, mode="valid"):
     """Cross-correlation of two 1-D sequences (``sum_n x1[n + k] * x2[n]``), as NumPy."""
-    a, b = to_float(x1), to_float(x2)
+    a, b = convert_to_tensor(x1), convert_to_tensor(x2)
+    dtype = float_type(a.dtype, b.dtype)  # promoted together: float16 with uint8 stays float16
+    a, b = math.cast(a, dtype), math.cast(b, dtype)
     n, m = a.shape[0], b.shape[0]
     pad = {"valid": 0, "same": m // 2, "full": m - 1}[mode]
     if mode == "same":

@@ -1,0 +1,77 @@
+"""How ops apply Keras's promotion lattice (`kerasrs.backend.dtypes`) to their inputs.
+
+Inside a `Function.forward` the inputs are backend arrays or Python scalars (which stay weak:
+``x + 1`` keeps ``x``'s dtype). `promote` casts the arrays to the dtype the lattice gives and
+leaves the scalars to NumPy, whose NEP 50 rules then agree with the lattice, because the array
+already has the result's kind. Two arrays of one dtype, the case of training, cost one identity
+test.
+"""
+
+import numpy as np
+
+from kerasrs.backend.dtypes import result_dtype
+
+_WEAK = {bool, int, float}
+
+
+def _dtype_arg(x):
+    """What `result_dtype` reads for one input: its dtype, or the type of a Python scalar."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None:
+        return dtype
+    kind = type(x)
+    return kind if kind in _WEAK else np.asarray(x).dtype
+
+
+def _outside(*xs):
+    """True if an input is an array of objects or strings (``pytest.approx`` compared with a
+    Tensor...): the lattice has no such dtypes, NumPy's own rules apply."""
+    return any(getattr(getattr(x, "dtype", None), "kind", None) in ("O", "S", "U", "V")
+               for x in xs)
+
+
+def _cast(x, dtype):
+    if getattr(x, "dtype", None) is None:  # a Python scalar: weak, NumPy keeps the array's dtype
+        return x
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+def promote(a, b):
+    """``(a, b)`` cast to their promoted dtype (arrays; Python scalars stay scalars unless both
+    are, then both become 0-d NumPy arrays of the weak result, e.g. int32)."""
+    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if da is db and da is not None:  # the common case: two arrays of one dtype
+        return a, b
+    if _outside(a, b):
+        return a, b
+    dtype = result_dtype(_dtype_arg(a), _dtype_arg(b))
+    if da is None and db is None:
+        return np.asarray(a, dtype), np.asarray(b, dtype)
+    return _cast(a, dtype), _cast(b, dtype)
+
+
+def promote_all(*xs, to_float=False):
+    """Every input cast to the dtype all of them promote to (with ``to_float``, the float dtype
+    of `kerasrs.backend.dtypes.float_type`). Python scalars stay scalars if an array is there."""
+    if _outside(*xs):
+        return list(xs)
+    args = [_dtype_arg(x) for x in xs]
+    dtype = result_dtype(*args, float) if to_float else result_dtype(*args)
+    if all(getattr(x, "dtype", None) is None for x in xs):
+        return [np.asarray(x, dtype) for x in xs]
+    return [_cast(x, dtype) for x in xs]
+
+
+def promote_float(a, b):
+    """``(a, b)`` cast to the float dtype they promote to with a Python float: the inputs of a
+    float-valued op of two arguments (``true_divide``, ``arctan2``, ``hypot``...)."""
+    return tuple(promote_all(a, b, to_float=True))
+
+
+def float_array(x):
+    """``x`` (an array) in its float dtype: integers and bools become ``floatx()``."""
+    dtype = x.dtype
+    if dtype.kind == "f" or dtype.kind == "c":
+        return x
+    target = result_dtype(dtype, float)
+    return x if target == dtype else x.astype(target)
