@@ -5,6 +5,7 @@
 
 import os
 import sys
+import time
 
 # Environment variables through which launchers announce the job size: MPICH/Hydra and Intel MPI
 # (PMI_SIZE), Open MPI (OMPI_COMM_WORLD_SIZE), MVAPICH (MV2_COMM_WORLD_SIZE).
@@ -82,6 +83,7 @@ def abort_on_uncaught_exception(comm):
             previous(kind, value, traceback)
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
+            time.sleep(0.5)  # let the launcher forward the traceback: Abort kills the job
         finally:
             comm.Abort(1)
 
