@@ -94,10 +94,13 @@ def simplify(graph, assume_finite=False):
             NaN or inf: there the product is NaN).
     """
     builder = Builder()
+    # A node whose Function a vjp calls stays: replaced by its operand, the vjp would call the
+    # operand's backward (a no-op cast after a gather gave the gather's gradient shape).
+    stateful = {n.inputs[0] for n in graph.nodes if n.op in FUNCTION_USERS}
 
     def visit(i, node, remap):
         inputs = [remap[j] for j in node.inputs]
-        same = _identity(builder, node, inputs, assume_finite)
+        same = None if i in stateful else _identity(builder, node, inputs, assume_finite)
         if same is not None:
             return same
         return builder.add(node.op, inputs, node.attrs, node.type, node.value, node.site)

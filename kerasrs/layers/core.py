@@ -356,10 +356,8 @@ class Embedding(EmbeddingQuantization, Layer):
         return constant(ids, inputs.backend)
 
     def call(self, inputs):
-        out = ops.take(self.embeddings, self._lookup_ids(inputs), axis=0)
-        # No cast node when the dtypes agree: a traced step's simplify pass mishandles a
-        # no-op cast after a gather (a graph bug noted in issue 21, worked around here).
-        return out if out.dtype == self.compute_dtype else ops.cast(out, self.compute_dtype)
+        return ops.cast(ops.take(self.embeddings, self._lookup_ids(inputs), axis=0),
+                        self.compute_dtype)
 
     def compute_mask(self, inputs, mask=None):
         if not self.mask_zero:

@@ -148,6 +148,21 @@ def test_simplify_double_negation_and_same_dtype_cast():
         %1 = negative(%0) : float32[3]""", outputs="output 'y' = %0")
 
 
+def test_simplify_keeps_a_same_dtype_cast_whose_function_a_vjp_needs():
+    """Replaced by its operand, the cast's vjp would call the gather's backward (Embedding's
+    no-op cast after ``take``: a (20, 8) table gradient for a (16, 7, 8) output)."""
+    before = g("""
+        %0 = input {name='x'} : float64[2, 3]
+        %1 = cast(%0) {dtype='float64'} : float64[2, 3]
+        %2 = constant {value=array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], 'float64')} : float64[2, 3]
+        %3 = vjp(%1, %2) {needs=(True,)} : (float64[2, 3])
+        %4 = pick(%3) {index=0} : float64[2, 3]""")
+    assert graph.simplify(before) == before
+    x = np.zeros((2, 3))
+    y = graph.compile(before)(x=x)["y"].numpy()
+    np.testing.assert_array_equal(y, [[1, 2, 3], [4, 5, 6]])
+
+
 def test_simplify_leaves_a_real_cast():
     before = g(f"""
         {X}
