@@ -106,6 +106,9 @@ def _register_layout_and_reductions():
     _op("broadcast_to", layout.BroadcastTo, attrs=("shape",), fresh=False)
     _op("concatenate", stacking.Concatenate, attrs=("axis",))
     _op("tile", layout.Tile, attrs=("reps",))
+    _op("repeat", layout.Repeat, attrs=("repeats", "axis"))
+    _op("pad", layout.Pad, attrs=("pad_width", "mode", "value"),
+        make=lambda attrs, data: layout.Pad(attrs["pad_width"], attrs["mode"], attrs["value"]))
     _op("take", layout.Take, attrs=("axis",), data=("indices",))
     _op("take_along_axis", layout.TakeAlongAxis, attrs=("axis",), data=("indices",))
 

@@ -262,3 +262,16 @@ def test_nan_in_the_data_stops_a_jit_fit_where_eager_fit_stops():
         weights[mode] = model.get_weights()
     for got, want in zip(weights[True], weights[False]):
         np.testing.assert_array_equal(got, want)
+
+
+def test_padding_and_upsampling_match_eager():
+    """ZeroPadding (ops.pad) and UpSampling (ops.repeat) are graph ops: MobileNetV2 pads."""
+    images = rng.normal(size=(len(Y), 6, 6, 2)).astype("float32")
+
+    def padded():
+        return kerasrs.Sequential([layers.Input((6, 6, 2)), layers.ZeroPadding2D(1),
+                                   layers.Conv2D(3, 3), layers.UpSampling2D(2),
+                                   layers.Flatten(), layers.Dense(3)])
+
+    _assert_same(padded, {"optimizer": "adam", "loss": LOGITS},
+                 {"batch_size": 16, "epochs": 1, "shuffle": False}, x=images)
