@@ -132,12 +132,6 @@ class Dense(KernelQuantization, Layer):
             config.update(lora_rank=self.lora_rank, lora_alpha=self.lora_alpha)
         return config
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["quantization_config"] = quantizers.deserialize(config.get("quantization_config"))
-        return super().from_config(config)
-
 
 def _bfloat16_rounded(x):
     """``x`` rounded to bfloat16 and back (float8 layers add their bias this way, as Keras)."""
@@ -379,12 +373,6 @@ class Embedding(EmbeddingQuantization, Layer):
         if self.lora_rank:
             config.update(lora_rank=self.lora_rank, lora_alpha=self.lora_alpha)
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["quantization_config"] = quantizers.deserialize(config.get("quantization_config"))
-        return super().from_config(config)
 
 
 class ReversibleEmbedding(ReverseQuantization, Embedding):

@@ -75,6 +75,13 @@ class QuantizedWeights:
     by mode, ``_WEIGHTS`` mapping saved names to attributes), LoRA's freezing and zeroing, and
     the policy a quantized layer ends with. Hosts define ``_merged_lora_values()``."""
 
+    @classmethod
+    def from_config(cls, config):
+        """The layer of ``config``, its ``quantization_config`` read back into its object."""
+        config = dict(config)
+        config["quantization_config"] = qconfig.deserialize(config.get("quantization_config"))
+        return super().from_config(config)
+
     lora_enabled = False
     _is_quantized = False
     _SERIALIZED = {}

@@ -312,11 +312,5 @@ class EinsumDense(KernelQuantization, Layer):
             config["gptq_unpacked_column_size"] = self.gptq_unpacked_column_size
         return config
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["quantization_config"] = quantizers.deserialize(config.get("quantization_config"))
-        return super().from_config(config)
-
 
 __all__ = ["EinsumDense"]
