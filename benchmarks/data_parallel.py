@@ -6,8 +6,10 @@ process). The driver launches every setup in fresh processes (under ``mpiexec`` 
 DataParallel ones), alternating the setups round by round, and prints for each the median
 samples/second over the rounds with their spread (min-max) and the speed-up over one process on
 one thread. Rows:
-- "N ranks x 1 thread": DataParallel, buckets reduced while backward runs (``--bucket-mb``);
-  "N ranks, after backward" reduces the whole buffer in one allreduce after backward;
+- "N ranks x 1 thread": DataParallel() as a user makes it (``overlap="auto"``: buckets reduced
+  while backward runs, ``--bucket-mb``, when a core is left for the MPI poller, else one
+  allreduce of the whole buffer after backward); on a full node "N ranks, overlap=True" and
+  "N ranks, overlap=False" force each of the two;
 - "1 rank, DataParallel": the cost of the fit hooks alone (one process reduces nothing);
 - "ceiling: N x 1/N batch": N times one process on one thread training on batch / N samples
   per step, what N ranks would reach if communication and sharing the memory bus cost nothing.
@@ -39,6 +41,9 @@ import time
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+_OVERLAP = {"auto": "auto", "overlap": True, "after": False}  # --worker mode -> DataParallel's
+
+
 def setups(cores):
     """{name: (processes, mode, threads per process, batch divisor)}; mode "none" is a plain
     fit, on ``batch / divisor`` samples per step, its rate counted ``divisor`` times (the
@@ -46,10 +51,11 @@ def setups(cores):
     table = {"1 process, 1 thread": (1, "none", 1, 1), "1 rank, DataParallel": (1, "overlap", 1, 1)}
     for n in range(2, cores + 1):
         table[f"1 process, {n} threads"] = (1, "none", n, 1)
-        table[f"{n} ranks x 1 thread"] = (n, "overlap", 1, 1)
+        table[f"{n} ranks x 1 thread"] = (n, "auto", 1, 1)  # the default: DataParallel()
         table[f"ceiling: {n} x 1/{n} batch"] = (1, "none", 1, n)
-    if cores >= 2:
-        table[f"{cores} ranks, after backward"] = (cores, "after", 1, 1)
+    if cores >= 2:  # both settings of "auto" on a full node
+        table[f"{cores} ranks, overlap=True"] = (cores, "overlap", 1, 1)
+        table[f"{cores} ranks, overlap=False"] = (cores, "after", 1, 1)
     return table
 
 
@@ -64,7 +70,7 @@ def worker(args):
     dist = None
     if args.mode != "none":
         dist = kerasrs.distribution.DataParallel(bucket_size_mb=args.bucket_mb,
-                                                 overlap=args.mode == "overlap")
+                                                 overlap=_OVERLAP[args.mode])
         kerasrs.distribution.set_distribution(dist)
     x, y = common.fashion_mnist(args.samples)
     model = kerasrs.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"),
@@ -195,7 +201,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bucket-mb", type=float, default=1.0)
     parser.add_argument("--cores", type=int, help="largest N (default: the CPUs available)")
-    parser.add_argument("--worker", choices=["none", "overlap", "after"])
+    parser.add_argument("--worker", choices=["none", "auto", "overlap", "after"])
     args = parser.parse_args()
     if args.worker:
         args.mode = args.worker

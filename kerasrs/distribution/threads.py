@@ -66,8 +66,9 @@ def configure(comm, mpi, threads_per_process=None, environ=None, report=None):
             a positive int for every pool.
 
     Returns:
-        ``{"threads": n, "blas": ..., "kernels": ..., "numba": ...}``: the share and what each
-        pool got, as words.
+        ``{"threads": n, "blas": ..., "kernels": ..., "numba": ...,  "node_cores": c,
+        "processes_on_node": p}``: the share, what each pool got (as words), and the node's
+        layout it was computed from.
 
     Raises:
         ValueError: for a ``threads_per_process`` that is not a positive int or None.
@@ -83,7 +84,7 @@ def configure(comm, mpi, threads_per_process=None, environ=None, report=None):
     environ = os.environ if environ is None else environ
     n = threads_per_process or share(own, node, processes)
     forced = threads_per_process is not None
-    chosen = {"threads": n,
+    chosen = {"threads": n, "node_cores": node, "processes_on_node": processes,
               "blas": _blas(n, _set_variable(environ, BLAS_VARIABLES, forced)),
               "kernels": _kernels(n, _set_variable(environ, ("OMP_NUM_THREADS",), forced) or
                                   _set_call(forced)),
@@ -97,6 +98,12 @@ def configure(comm, mpi, threads_per_process=None, environ=None, report=None):
                 f"{chosen['numba']} ({HOW_TO_CHOOSE})")
         (report or _to_stderr)(line)
     return chosen
+
+
+def spare_cores(chosen):
+    """Cores of the node left idle when every process runs ``chosen["threads"]`` busy threads
+    (0 when the processes fill the node)."""
+    return max(0, chosen["node_cores"] - chosen["processes_on_node"] * chosen["threads"])
 
 
 def _set_variable(environ, names, forced):

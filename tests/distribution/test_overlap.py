@@ -10,7 +10,7 @@ def test_first_bucket_finishes_while_backward_still_runs():
     # The first Dense layer's weight gradient (a 2048 x 256 x 1024 GEMM, ~10 ms on one thread)
     # is the last work of backward; the bucket of the two upper layers starts before it.
     code = """
-dist = kerasrs.distribution.DataParallel(bucket_size_mb=0.2)
+dist = kerasrs.distribution.DataParallel(bucket_size_mb=0.2, overlap=True)
 kerasrs.distribution.set_distribution(dist)
 steps = []
 

@@ -8,7 +8,7 @@ import os
 import pytest
 from mpi_launch import BARE_ENV, needs_mpi, snippet
 
-from kerasrs.distribution import threads
+from kerasrs.distribution import data_parallel, threads
 
 needs_threadpoolctl = pytest.mark.skipif(
     importlib.util.find_spec("threadpoolctl") is None,
@@ -51,11 +51,12 @@ def total(x):
 total(np.ones(10))  # starts numba's threads: the distribution must size them too
 numba_started = True
 dist = kerasrs.distribution.DataParallel()
-say(dist.threads["threads"], pools())
+say(dist.threads["threads"], pools(), dist.overlap)
 """
     lines, stderr = snippet(code, ranks=2, env=BARE_ENV, stderr=True)
     n = threads.share(CPUS, CPUS, 2)
-    assert lines == [f"{n} {([n], n, n)}"] * 2
+    overlap = CPUS > 2 * n  # "auto": overlap only with a core left for the MPI poller
+    assert lines == [f"{n} {([n], n, n)} {overlap}"] * 2
     reported = [line for line in stderr.splitlines() if line.startswith("kerasrs.distribution:")]
     assert reported == [
         f"kerasrs.distribution: 2 processes on this node's {CPUS} core{'s' * (CPUS > 1)}; "
@@ -95,6 +96,25 @@ say(before == pools(), pools()[1], kerasrs.backend.cpu_threads.thread_setting())
 """
     (line,) = snippet(code, env=BARE_ENV)
     assert line == f"True {CPUS} None"
+
+
+@pytest.mark.parametrize("node, processes, each, spare", [
+    (2, 2, 1, 0), (2, 1, 2, 0), (3, 2, 1, 1), (16, 3, 5, 1), (2, 3, 1, 0), (8, 2, 2, 4)])
+def test_spare_cores_are_those_no_process_thread_keeps_busy(node, processes, each, spare):
+    chosen = {"threads": each, "node_cores": node, "processes_on_node": processes}
+    assert threads.spare_cores(chosen) == spare
+
+
+def test_overlap_auto_needs_a_spare_core_and_other_values_are_refused():
+    full = {"threads": 1, "node_cores": 2, "processes_on_node": 2}
+    roomy = {"threads": 1, "node_cores": 4, "processes_on_node": 2}
+    assert data_parallel._choose_overlap("auto", full) is False
+    assert data_parallel._choose_overlap("auto", roomy) is True
+    assert data_parallel._choose_overlap(True, full) is True
+    assert data_parallel._choose_overlap(False, roomy) is False
+    for bad in ("yes", 1, None):
+        with pytest.raises(ValueError, match=r'overlap must be True, False or "auto"'):
+            data_parallel._choose_overlap(bad, full)
 
 
 def test_threads_per_process_is_checked_before_any_mpi_call():
