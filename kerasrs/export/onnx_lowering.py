@@ -286,6 +286,96 @@ def _einsum(em, node, inputs, graph_nodes):
                   equation=f"{ins}->{node.attrs['out']}")
 
 
+@lowering("var")
+def _var(em, node, inputs, graph_nodes):
+    """Population variance (or, with ``std``, its square root): the mean square deviation."""
+    x = _same_dtype(em, node, inputs, graph_nodes)[0]
+    rank = len(graph_nodes[node.inputs[0]].type.shape)
+    axis = node.attrs["axis"]
+    axes = range(rank) if axis is None else (axis if isinstance(axis, (tuple, list)) else (axis,))
+    axes = [a % rank for a in axes]
+    centered = em.add("Sub", [x, em.reduce("ReduceMean", x, axes, True)])
+    y = em.reduce("ReduceMean", em.add("Mul", [centered, centered]), axes,
+                  node.attrs["keepdims"])
+    return em.add("Sqrt", [y]) if node.attrs["std"] else y
+
+
+# -- ops without a gradient (``kerasrs.ops.core.NO_GRADIENT_OPS``): comparisons, argmax... ---------
+_COMPARE = {"equal": ("Equal", False), "not_equal": ("Equal", True), "less": ("Less", False),
+            "less_equal": ("LessOrEqual", False), "greater": ("Greater", False),
+            "greater_equal": ("GreaterOrEqual", False)}
+
+
+def _promoted(em, inputs, nodes):
+    """Two operands in their common dtype: a weak scalar takes the other's (as
+    `kerasrs.ops.core.promoted_pair`), else NumPy's promotion."""
+    a, b = nodes
+    weak = [n.op == "constant" and isinstance(n.value, (bool, int, float)) for n in nodes]
+    if a.type.dtype == b.type.dtype:
+        return inputs
+    if weak[0] != weak[1]:
+        target = b.type.dtype if weak[0] else a.type.dtype
+    else:
+        target = np.result_type(a.type.dtype, b.type.dtype).name
+    return [name if n.type.dtype == target else em.cast(name, target)
+            for name, n in zip(inputs, nodes)]
+
+
+@lowering(*_COMPARE)
+def _compare(em, node, inputs, graph_nodes):
+    op_type, negate = _COMPARE[node.op]
+    y = em.add(op_type, _promoted(em, inputs, [graph_nodes[i] for i in node.inputs]), node.op)
+    return em.add("Not", [y]) if negate else y
+
+
+@lowering("logical_and", "logical_or", "logical_not")
+def _logical(em, node, inputs, graph_nodes):
+    operands = [name if graph_nodes[i].type.dtype == "bool" else em.cast(name, "bool")
+                for name, i in zip(inputs, node.inputs)]
+    return em.add({"logical_and": "And", "logical_or": "Or", "logical_not": "Not"}[node.op],
+                  operands, node.op)
+
+
+@lowering("to_float")
+def _to_float(em, node, inputs, graph_nodes):
+    return em.cast(inputs[0], node.type.dtype)
+
+
+@lowering("isnan", "isinf", "isfinite")
+def _isnan(em, node, inputs, graph_nodes):
+    if node.op == "isnan":
+        return em.add("IsNaN", inputs)
+    if node.op == "isinf":
+        return em.add("IsInf", inputs)
+    return em.add("Not", [em.add("Or", [em.add("IsNaN", inputs), em.add("IsInf", inputs)])])
+
+
+@lowering("round")
+def _round(em, node, inputs, graph_nodes):
+    decimals = node.attrs.get("decimals", 0)
+    if decimals:  # halves to even at 10^-decimals
+        scale = em.scalar(10.0 ** decimals, node.type.dtype)
+        return em.add("Div", [em.add("Round", [em.add("Mul", [inputs[0], scale])]), scale])
+    return em.add("Round", inputs)
+
+
+@lowering("argmax", "argmin")
+def _argmax(em, node, inputs, graph_nodes):
+    x, axis = inputs[0], node.attrs["axis"]
+    if axis is None:
+        x, axis = em.add("Reshape", [x, em.ints([-1])]), 0
+    y = em.add("ArgMax" if node.op == "argmax" else "ArgMin", [x], node.op, axis=int(axis),
+               keepdims=int(node.attrs["keepdims"]), select_last_index=0)
+    return em.cast(y, node.type.dtype)
+
+
+@lowering("floor_divide")
+def _floor_divide(em, node, inputs, graph_nodes):
+    if np.dtype(node.type.dtype).kind != "f":
+        raise Unsupported("floor_divide of integers")
+    return em.add("Floor", [em.add("Div", _same_dtype(em, node, inputs, graph_nodes))])
+
+
 # -- layout ----------------------------------------------------------------------------------------
 @lowering("reshape")
 def _reshape(em, node, inputs, graph_nodes):
@@ -315,6 +405,35 @@ def _concatenate(em, node, inputs, graph_nodes):
     axis = node.attrs["axis"]
     return em.add("Concat", _same_dtype(em, node, inputs, graph_nodes),
                   axis=int(axis) % len(node.type.shape))
+
+
+@lowering("repeat")
+def _repeat(em, node, inputs, graph_nodes):
+    """``np.repeat`` by an int: a new axis after ``axis`` tiled ``repeats`` times, merged."""
+    repeats, axis = node.attrs["repeats"], node.attrs["axis"]
+    if not isinstance(repeats, int) or axis is None:
+        raise Unsupported("repeat by an array of counts or without an axis")
+    rank = len(node.type.shape)
+    axis %= rank
+    x = em.add("Unsqueeze", [inputs[0], em.ints([axis + 1], "axes")])
+    reps = [1] * (rank + 1)
+    reps[axis + 1] = repeats
+    x = em.add("Tile", [x, em.ints(reps, "repeats")])
+    dims = [0] * axis + [-1] + list(node.type.shape[axis + 1:])  # 0: copy a leading axis
+    return em.add("Reshape", [x, em.ints(dims)], "repeat")
+
+
+@lowering("tile")
+def _tile(em, node, inputs, graph_nodes):
+    rank = len(node.type.shape)
+    reps = list(node.attrs["reps"]) if isinstance(node.attrs["reps"], (tuple, list)) else \
+        [node.attrs["reps"]]
+    reps = [1] * (rank - len(reps)) + reps
+    x = inputs[0]
+    source_rank = len(graph_nodes[node.inputs[0]].type.shape)
+    if source_rank < rank:
+        x = em.add("Unsqueeze", [x, em.ints(list(range(rank - source_rank)), "axes")])
+    return em.add("Tile", [x, em.ints(reps, "repeats")])
 
 
 @lowering("take")

@@ -149,6 +149,20 @@ LAYER_MODELS = {
             "relu", "gelu", "sigmoid", "tanh", "swish", "softplus", "softsign", "relu6",
             "hard_sigmoid", "hard_swish", "mish", "exponential", "linear")],
         layers.Activation("log_softmax"), layers.Dense(4, activation="softmax")),
+    "transposed_and_1d": lambda: _seq(
+        (5, 2), layers.Conv1DTranspose(3, 3, strides=2, padding="same"),
+        layers.DepthwiseConv1D(3, strides=2, padding="same"), layers.SeparableConv1D(2, 2),
+        layers.Reshape((2, 2, 2, 1)), layers.Conv3DTranspose(2, 2, strides=2)),
+    "reshaping": lambda: _seq(
+        (6, 6, 2), layers.ZeroPadding2D(1), layers.UpSampling2D(2), layers.Cropping2D(2),
+        layers.MaxPooling2D(3, strides=2, padding="same"), layers.Flatten(),
+        layers.RepeatVector(3), layers.TimeDistributed(layers.Dense(2)),
+        layers.Bidirectional(layers.LSTM(2))),
+    "einsum_group_norm": lambda: _seq(
+        (4, 6), layers.EinsumDense("abc,cde->abde", output_shape=(4, 2, 3), bias_axes="de"),
+        layers.Reshape((4, 6)), layers.GroupNormalization(groups=3), layers.PReLU(),
+        layers.Softmax(axis=1), layers.ReLU(max_value=0.5, negative_slope=0.1),
+        layers.SpatialDropout1D(0.3), layers.GaussianNoise(0.1), layers.GaussianDropout(0.1)),
     "embedding": lambda: _seq((5,), layers.Embedding(10, 3), layers.Flatten(),
                               layers.Dense(2), dtype="int32"),
     "recurrent": lambda: _seq(
@@ -167,6 +181,20 @@ def test_layers(name, tmp_path):
             layer.moving_mean.assign(np.linspace(-1, 1, 5).astype("float32"))
             layer.moving_variance.assign(np.linspace(0.5, 2, 5).astype("float32"))
     check_export(model, tmp_path)
+
+
+class _Argmax(layers.Layer):
+    """Comparisons, argmax, logical ops and casts (ops without a gradient)."""
+
+    def call(self, x):
+        best = ops.cast(ops.argmax(x, axis=-1), "float32")
+        positive = ops.logical_and(ops.greater(x, 0.0), ops.not_equal(x, 1.0))
+        return ops.concatenate([best[:, None], ops.cast(positive, "float32"),
+                                ops.round(x * 3.0), ops.var(x, axis=-1, keepdims=True)], axis=-1)
+
+
+def test_ops_without_gradient(tmp_path):
+    check_export(_seq((5,), _Argmax()), tmp_path)
 
 
 def test_merging_and_cross_attention(tmp_path):
