@@ -96,8 +96,7 @@ def _signature(model, input_signature):
     elif isinstance(input_signature, dict):
         leaves, structure = list(input_signature.values()), ("dict", tuple(input_signature))
         names = list(input_signature)
-    elif isinstance(input_signature, (list, tuple)) and \
-            not all(isinstance(d, (int, type(None))) for d in input_signature):
+    elif isinstance(input_signature, (list, tuple)):
         leaves = list(input_signature)
         structure = "single" if len(leaves) == 1 and len(names) <= 1 else "list"
     else:
@@ -130,8 +129,11 @@ class _LayerTracer(tracing.Tracer):
 
     def record(self, fn, inputs, out):
         start = len(self.builder.nodes)
-        super().record(fn, inputs, out)
         where = "/".join(context.layer_call.get()[1]) or "(outside any layer)"
+        try:
+            super().record(fn, inputs, out)
+        except tracing.TraceError as e:
+            raise tracing.TraceError(f"export_onnx: layer {where!r}: {e}", e.what) from e
         for i in range(start, len(self.builder.nodes)):
             self.layers.setdefault(i, where)
 
