@@ -81,7 +81,7 @@ def _opset(onnx, opset_version):
     return opset_version
 
 
-# -- the signature -----------------------------------------------------------------------------------
+# -- the signature ---------------------------------------------------------------------------------
 def _signature(model, input_signature):
     """``([(name, shape, dtype)], structure)``: one spec per input, and how the model takes
     them (``"single"``, ``"list"`` or ``"dict"`` with the keys)."""
@@ -119,7 +119,7 @@ def _signature(model, input_signature):
     return specs, structure
 
 
-# -- tracing -----------------------------------------------------------------------------------------
+# -- tracing ---------------------------------------------------------------------------------------
 class _LayerTracer(tracing.Tracer):
     """A strict tracer that remembers which layer (its name scopes) made each node."""
 
@@ -180,7 +180,7 @@ def _output_names(model, y):
     return [f"output_{i}" for i in range(count)]
 
 
-# -- lowering ----------------------------------------------------------------------------------------
+# -- lowering --------------------------------------------------------------------------------------
 def graph_to_onnx(graph, opset_version=DEFAULT_OPSET, batch=None, layers=None,
                   name="kerasrs"):
     """An ``onnx.ModelProto`` computing ``graph`` (an inference graph: inputs, parameters,

@@ -60,7 +60,7 @@ def check_export(model, tmp_path, batches=BATCHES, name="model.onnx"):
     return session
 
 
-# -- the benchmark, reference and notebook models ----------------------------------------------------
+# -- the benchmark, reference and notebook models --------------------------------------------------
 @pytest.mark.parametrize("name", ["mlp", "cnn", "lstm", "transformer"])
 def test_benchmark_models(name, tmp_path):
     model, _ = benchmark_models.kerasrs_network(name)
@@ -117,7 +117,7 @@ def test_notebook_cnn_feature_maps(tmp_path):
     assert len(session.get_outputs()) == len(names)
 
 
-# -- the other layers ----------------------------------------------------------------------------------
+# -- the other layers ------------------------------------------------------------------------------
 def _seq(shape, *stack, dtype="float32"):
     return kerasrs.Sequential([layers.Input(shape, dtype=dtype), *stack])
 
@@ -215,7 +215,7 @@ def test_lstm_states_as_outputs(tmp_path):
     check_export(kerasrs.Model(inputs, list(outputs)), tmp_path)
 
 
-# -- signature, errors, the file ----------------------------------------------------------------------
+# -- signature, errors, the file -------------------------------------------------------------------
 def test_fixed_batch_signature_and_opset(tmp_path):
     model, _ = benchmark_models.kerasrs_network("mlp")
     path = str(tmp_path / "fixed.onnx")
