@@ -277,3 +277,14 @@ def test_missing_onnx_names_the_extra(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r"pip install kerasrs\[onnx\]"):
         model.export(str(tmp_path / "model.onnx"))
     assert os.listdir(tmp_path) == []
+
+
+def test_any_traced_inference_graph():
+    """`kerasrs.export.graph_to_onnx` lowers a graph traced from a plain function (batch fixed)."""
+    graph = kerasrs.graph.trace(lambda x: ops.tanh(x) * 2.0 + 1, np.ones((4, 3), "float32"))
+    proto = kerasrs.export.graph_to_onnx(graph)
+    onnx.checker.check_model(proto, full_check=True)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.linspace(-2, 2, 12, dtype="float32").reshape(4, 3)
+    np.testing.assert_allclose(session.run(["output"], {"x": x})[0], np.tanh(x) * 2 + 1,
+                               rtol=1e-6)
