@@ -30,6 +30,7 @@ LEVELS = {
     "api_objects": 90, "utils": 90, "mixed_precision": 90,  # Keras's top-level names
     "models": 80,  # Model, Sequential, Functional: compile/fit from trainers, save from saving
     "saving": 70,  # files; finds classes through the registry and the layers
+    "export": 75,  # ONNX files of inference graphs (graph, saving.atomic)
     "trainers": 60,  # compile/fit/evaluate/predict, data adapters, the loops
     "distribution": 50, "callbacks": 50,  # what fit hooks in
     "layers": 40,

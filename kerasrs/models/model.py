@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from kerasrs import autodiff, distribution, saving
+from kerasrs import autodiff, distribution, export as export_module, saving
 from kerasrs.layers import base as base_layer
 from kerasrs.layers.base import Layer
 from kerasrs.models import functional_config
@@ -207,6 +207,16 @@ class Model(trainer.Trainer, Layer):
         if not distribution.for_fit().is_chief:
             return
         saving.save_model(self, filepath, overwrite=overwrite, **kwargs)
+
+    def export(self, filepath, format="onnx", verbose=None, input_signature=None,  # noqa: A002
+               opset_version=None, **kwargs):
+        """Write the model for inference, as Keras 3's ``Model.export``; kerasrs writes
+        ``format="onnx"`` (`kerasrs.export.export_onnx`: the inference graph, weights as
+        initializers, a dynamic batch axis unless ``input_signature`` fixes it; ``pip install
+        kerasrs[onnx]``)."""
+        export_module.export(self, filepath, format=format, verbose=verbose,
+                             input_signature=input_signature, opset_version=opset_version,
+                             **kwargs)
 
     def save_weights(self, filepath, overwrite=True):
         """Save the weights to a Keras 3 ``.weights.h5`` file (`kerasrs.saving.save_weights`);
