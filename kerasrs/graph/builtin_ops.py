@@ -119,6 +119,9 @@ def _register_nn():
     _op("gelu", activations.GELU, attrs=("approximate",))
     _op("softmax", activations.Softmax, attrs=("axis",))
     _op("log_softmax", activations.LogSoftmax, attrs=("axis",))
+    for name in sorted(activations.PARAMETRIZED):  # leaky_relu, elu, selu...: Unary + params
+        _op(name, ops_math.Unary, select=_named(name), attrs_of=lambda fn: dict(fn.params),
+            make=lambda attrs, data, n=name: activations.parametrized(n, **attrs))
     _op("sigmoid_cross_entropy", crossentropy.SigmoidCrossEntropy)
     _op("softmax_cross_entropy", crossentropy.SoftmaxCrossEntropy)
     _op("sparse_softmax_cross_entropy", crossentropy.SparseSoftmaxCrossEntropy,

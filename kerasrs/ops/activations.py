@@ -115,6 +115,61 @@ sparse_plus = _activation(
     "0 below -1, ``(x + 1)**2 / 4`` on (-1, 1), ``x`` above 1.")
 
 
+# The elementwise activations with parameters: name -> maker(**params) -> (f, df). Each op is
+# a `Unary` that keeps its ``params``, so a traced graph records them and remakes the op
+# (`kerasrs.graph.builtin_ops` registers every name of this table).
+def _leaky_relu(negative_slope):
+    return (lambda xp, x: xp.where(x > 0, x, x * negative_slope),
+            lambda xp, x, y: xp.where(x > 0, 1, negative_slope + 0 * x))
+
+
+def _elu_family(alpha, scale):
+    return (lambda xp, x: scale * xp.where(x >= 0, x, alpha * xp.expm1(xp.minimum(x, 0))),
+            lambda xp, x, y: scale * xp.where(x > 0, 1, alpha * xp.exp(xp.minimum(x, 0))))
+
+
+def _celu(alpha):
+    return (lambda xp, x: xp.maximum(x, 0) + alpha * xp.expm1(xp.minimum(x, 0) / alpha),
+            lambda xp, x, y: xp.where(x > 0, 1, xp.exp(xp.minimum(x, 0) / alpha)))
+
+
+def _soft_shrink(threshold):
+    t = threshold
+    return (lambda xp, x: xp.where(x > t, x - t, xp.where(x < -t, x + t, 0 * x)),
+            lambda xp, x, y: (x > t) | (x < -t))
+
+
+def _hard_shrink(threshold):
+    return (lambda xp, x: xp.where(xp.abs(x) > threshold, x, 0),
+            lambda xp, x, y: xp.abs(x) > threshold)
+
+
+def _threshold(threshold, default_value):
+    return (lambda xp, x: xp.where(x > threshold, x, default_value),
+            lambda xp, x, y: x > threshold)
+
+
+def _squareplus(b):
+    return (lambda xp, x: (x + xp.sqrt(x * x + b)) / 2,
+            lambda xp, x, y: (1 + x / xp.sqrt(x * x + b)) / 2)
+
+
+PARAMETRIZED = {
+    "leaky_relu": _leaky_relu, "elu": lambda alpha: _elu_family(alpha, 1.0),
+    "selu": lambda: _elu_family(SELU_ALPHA, SELU_SCALE), "celu": _celu,
+    "soft_shrink": _soft_shrink, "hard_shrink": _hard_shrink, "threshold": _threshold,
+    "squareplus": _squareplus,
+}
+
+
+def parametrized(name, **params):
+    """The `Unary` op of the activation ``name`` of `PARAMETRIZED` with ``params`` (floats),
+    which it keeps as ``.params``."""
+    fn = Activation(name, *PARAMETRIZED[name](**params))
+    fn.params = params
+    return fn
+
+
 @op
 def leaky_relu(x, negative_slope=0.2):
     """``x`` where ``x > 0``, else ``negative_slope * x``. The gradient at 0 is the slope.
@@ -123,8 +178,7 @@ def leaky_relu(x, negative_slope=0.2):
         ValueError: if ``negative_slope`` is not a finite number.
     """
     slope = _number("leaky_relu", "negative_slope", negative_slope)
-    return Activation("leaky_relu", lambda xp, x: xp.where(x > 0, x, x * slope),
-                      lambda xp, x, y: xp.where(x > 0, 1, slope + 0 * x)).apply(x)
+    return parametrized("leaky_relu", negative_slope=slope).apply(x)
 
 
 @op
@@ -134,17 +188,14 @@ def elu(x, alpha=1.0):
     Raises:
         ValueError: if ``alpha`` is not a finite number.
     """
-    alpha = _number("elu", "alpha", alpha)
-    return Activation("elu", lambda xp, x: _elu(xp, x, alpha, 1.0),
-                      lambda xp, x, y: _elu_grad(xp, x, alpha, 1.0)).apply(x)
+    return parametrized("elu", alpha=_number("elu", "alpha", alpha)).apply(x)
 
 
 @op
 def selu(x):
     """Scaled ELU ``scale * elu(x, alpha)`` with Klambauer et al.'s (2017) constants
     ``alpha = 1.67326...``, ``scale = 1.05070...``."""
-    return Activation("selu", lambda xp, x: _elu(xp, x, SELU_ALPHA, SELU_SCALE),
-                      lambda xp, x, y: _elu_grad(xp, x, SELU_ALPHA, SELU_SCALE)).apply(x)
+    return parametrized("selu").apply(x)
 
 
 @op
@@ -157,43 +208,29 @@ def celu(x, alpha=1.0):
     alpha = _number("celu", "alpha", alpha)
     if alpha <= 0:
         raise ValueError(f"celu: `alpha` must be positive. Received: alpha={alpha!r}")
-    return Activation(
-        "celu", lambda xp, x: xp.maximum(x, 0) + alpha * xp.expm1(xp.minimum(x, 0) / alpha),
-        lambda xp, x, y: xp.where(x > 0, 1, xp.exp(xp.minimum(x, 0) / alpha))).apply(x)
-
-
-def _elu(xp, x, alpha, scale):
-    return scale * xp.where(x >= 0, x, alpha * xp.expm1(xp.minimum(x, 0)))
-
-
-def _elu_grad(xp, x, alpha, scale):
-    return scale * xp.where(x > 0, 1, alpha * xp.exp(xp.minimum(x, 0)))
+    return parametrized("celu", alpha=alpha).apply(x)
 
 
 @op
 def soft_shrink(x, threshold=0.5):
     """``x - threshold`` above ``threshold``, ``x + threshold`` below ``-threshold``, else 0."""
     t = _number("soft_shrink", "threshold", threshold)
-    return Activation("soft_shrink",
-                      lambda xp, x: xp.where(x > t, x - t, xp.where(x < -t, x + t, 0 * x)),
-                      lambda xp, x, y: (x > t) | (x < -t)).apply(x)
+    return parametrized("soft_shrink", threshold=t).apply(x)
 
 
 @op
 def hard_shrink(x, threshold=0.5):
     """``x`` where ``|x| > threshold``, else 0."""
     t = _number("hard_shrink", "threshold", threshold)
-    return Activation("hard_shrink", lambda xp, x: xp.where(xp.abs(x) > t, x, 0),
-                      lambda xp, x, y: xp.abs(x) > t).apply(x)
+    return parametrized("hard_shrink", threshold=t).apply(x)
 
 
 @op
 def threshold(x, threshold, default_value):
     """``x`` where ``x > threshold``, else ``default_value`` (Keras's op; gradient 0 there)."""
-    t = _number("threshold", "threshold", threshold)
-    v = _number("threshold", "default_value", default_value)
-    return Activation("threshold", lambda xp, x: xp.where(x > t, x, v),
-                      lambda xp, x, y: x > t).apply(x)
+    return parametrized("threshold", threshold=_number("threshold", "threshold", threshold),
+                        default_value=_number("threshold", "default_value",
+                                              default_value)).apply(x)
 
 
 @op
@@ -206,8 +243,7 @@ def squareplus(x, b=4):
     b = _number("squareplus", "b", b)
     if b < 0:
         raise ValueError(f"squareplus: `b` must be >= 0. Received: b={b!r}")
-    return Activation("squareplus", lambda xp, x: (x + xp.sqrt(x * x + b)) / 2,
-                      lambda xp, x, y: (1 + x / xp.sqrt(x * x + b)) / 2).apply(x)
+    return parametrized("squareplus", b=b).apply(x)
 
 
 class GELU(Function):
