@@ -194,22 +194,24 @@ def packed_attention(qkv, num_heads, key_dim, value_dim, mask=None, scale=None,
 
 
 def _check_mask(mask, scores_shape, be):
-    """The mask as a boolean array broadcastable to the scores (None if absent or all True)."""
+    """The mask as a boolean array broadcastable to the scores (None if absent or all True;
+    kept while a graph traces: the next batch's mask may not be all True)."""
     if mask is None:
         return None
-    mask = be.xp.asarray(core.raw(mask)).astype(bool)
+    mask = be.xp.asarray(core.raw(mask)).astype(bool, copy=False)  # a traced constant stays one
     try:
         np.broadcast_shapes(mask.shape, scores_shape)
     except ValueError:
         raise ValueError("dot_product_attention: the mask must broadcast to (batch, heads, "
                          f"q_seq, k_seq) = {scores_shape}. Received: mask shape "
                          f"{tuple(mask.shape)}") from None
-    return None if bool(mask.all()) else mask
+    return None if not core._tracers_var.get() and bool(mask.all()) else mask
 
 
 def causal_mask(q_len, k_len, xp=np):
-    """``(1, 1, q_len, k_len)`` booleans: query ``i`` may attend to keys ``j <= i``."""
-    return xp.tril(xp.ones((q_len, k_len), dtype=bool))[None, None]
+    """``(1, 1, q_len, k_len)`` booleans: query ``i`` may attend to keys ``j <= i`` (made from
+    shapes only, so declared a constant to a tracing `kerasrs.graph`)."""
+    return core.constant(xp.tril(xp.ones((q_len, k_len), dtype=bool))[None, None], None).data
 
 
 @op

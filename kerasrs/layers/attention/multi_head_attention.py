@@ -312,7 +312,7 @@ class MultiHeadAttention(Layer):
             return attention_ops.causal_mask(t, s, like.backend.xp)
         if mask is None:
             return None
-        mask = like.backend.xp.asarray(raw(mask)).astype(bool)
+        mask = like.backend.xp.asarray(raw(mask)).astype(bool, copy=False)  # a traced input stays one
         return mask if mask.ndim == 4 else mask[..., None, :, :] if mask.ndim >= 3 else mask
 
     def _compute_attention(self, query, key, value, attention_mask=None, training=None,
