@@ -1,17 +1,17 @@
 """A dict keyed by the input's name fed to a one-input model (issue 27): Keras 3 accepts it in
 ``fit``/``evaluate``/``predict`` and calls, for Sequential and functional models alike, ignores
 other keys, and refuses a dict without the input's name. The twin tests run with kerasrs and
-with Keras 3 (`models_twin`)."""
+with Keras 3 (`keras_twin`)."""
 
 import numpy as np  # noqa: F401 (the twin tests use np and pytest, here and in Keras)
 import pytest
-from models_twin import twin, twin_helper
+from keras_twin import helper, twin
 
 import kerasrs
 from kerasrs import layers
 
 
-@twin_helper
+@helper
 def one_input_models(K):
     L = K.layers
     sequential = K.Sequential([L.Input((3,), name="x"), L.Dense(1, name="d")])
