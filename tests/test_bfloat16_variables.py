@@ -44,3 +44,13 @@ def test_non_numeric_values_are_refused_naming_the_dtype(value, dtype):
     with pytest.raises(TypeError, match=f"'w'.*dtype {dtype}") as info:
         kerasrs.Variable(value, name="w")
     assert "memoryview" not in str(info.value)
+
+
+@pytest.mark.parametrize("value, dtype", [
+    (["a", "b"], "str"), ([1, "a"], "str"), ("abc", "str"), ({"a": 1}, "object"),
+])
+def test_non_numeric_python_values_are_refused_naming_the_argument_and_dtype(value, dtype):
+    # NumPy's own "could not convert string to float" named neither the Variable nor the argument
+    with pytest.raises(TypeError, match=rf"Variable 'w': `initializer` must be numbers.*dtype "
+                                        rf"{dtype}.*Received: initializer="):
+        kerasrs.Variable(value, name="w")

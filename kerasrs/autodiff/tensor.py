@@ -117,13 +117,14 @@ class Variable(Tensor):
         # Orthogonal initializer's QR factor comes in Fortran order)
         # A Tensor's array, never an array's `.data` (NumPy's is a memoryview, which cannot hold
         # bfloat16; CuPy's is its raw memory pointer, not its values)
-        data = _to_array(value.data if isinstance(value, Tensor) else value, be, dtype)
+        try:
+            data = _to_array(value.data if isinstance(value, Tensor) else value, be, dtype)
+        except (TypeError, ValueError) as e:  # strings or objects for a float dtype
+            raise TypeError(_not_numeric_initializer(name, value, _probe_dtype(value))) from e
         kind = data.dtype.kind  # ml_dtypes' bfloat16 and float8 are kind "V" too, unnamed
         if kind in "OSUM" or (kind == "V" and (data.dtype.names or
                                                data.dtype.name.startswith("void"))):
-            raise TypeError(f"Variable {name or 'variable'!r}: a Variable holds numbers; "
-                            f"cannot make one of dtype {data.dtype.name} (shape "
-                            f"{tuple(data.shape)}). Convert the values to a numeric dtype first.")
+            raise TypeError(_not_numeric_initializer(name, value, data.dtype))
         if not data.flags.c_contiguous:
             data = be.xp.ascontiguousarray(data)
         if shape is not None and tuple(data.shape) != tuple(shape):
@@ -287,6 +288,24 @@ def convert_to_tensor(x, dtype=None):
     if isinstance(x, np.ndarray) and be.name != backend_module.backend():
         be = backend_module.get()  # NumPy inputs go to the current default backend
     return Tensor(_to_array(x, be, dtype), backend=be)
+
+
+def _probe_dtype(value):
+    """NumPy's dtype for ``value``, or None where NumPy cannot make an array of it."""
+    try:
+        return np.asarray(value).dtype
+    except (TypeError, ValueError):
+        return None
+
+
+def _not_numeric_initializer(name, value, dtype):
+    """The message for a Variable whose initial value is not numbers (strings, objects...)."""
+    what = f"values of dtype {dtype.name}" if dtype is not None else _describe_non_tensor(value)
+    shown = repr(value)
+    return (f"Variable {name or 'variable'!r}: `initializer` must be numbers (a number, an "
+            f"array or a Tensor) or a callable initializer(shape, dtype), but it holds {what}. "
+            f"Convert the values to a numeric dtype first. Received: "
+            f"initializer={shown if len(shown) <= 80 else shown[:77] + '...'}")
 
 
 def _describe_non_tensor(x):

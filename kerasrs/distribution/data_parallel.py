@@ -36,7 +36,8 @@ class DataParallel:
 
     Launch with ``mpiexec -n N python -m mpi4py train.py`` (``-m mpi4py`` makes an error on one
     process end the whole job instead of leaving the others waiting; without it, an exception
-    that ends one process calls ``MPI Abort`` from ``sys.excepthook``, installed when a
+    that ends one process or one of its threads calls ``MPI Abort`` from ``sys.excepthook``
+    (``threading.excepthook``), installed when a
     distribution of several processes is made, to the same effect; ``pip install
     "kerasrs[mpi]"`` brings mpi4py and the ``mpich`` wheel with its ``mpiexec``). On the CuPy
     backend make the distribution before building the model, so that its weights land on the

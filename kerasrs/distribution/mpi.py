@@ -5,6 +5,7 @@
 
 import os
 import sys
+import threading
 import time
 
 # Environment variables through which launchers announce the job size: MPICH/Hydra and Intel MPI
@@ -66,26 +67,41 @@ def check_launcher(comm_size, environ=None):
 
 
 def abort_on_uncaught_exception(comm):
-    """Make an exception that ends this process abort the whole job (``comm.Abort``).
+    """Make an exception that ends this process, or any of its threads, abort the whole job
+    (``comm.Abort``).
 
     Without it, the other processes wait forever in their next collective for the one that
-    died. ``python -m mpi4py`` does the same for a script it runs; this hook covers a job
-    started without it. The traceback is printed first (by the hook that was there before,
-    which stays in charge of printing). Installed once, when a `DataParallel` of more than one
-    process is made.
+    died (or, for a dead thread such as the gradient-overlap progress thread, for work it no
+    longer does). ``python -m mpi4py`` does the same for a script it runs; these hooks
+    (``sys.excepthook`` and ``threading.excepthook``) cover a job started without it and
+    threads. The traceback is printed first (by the hook that was there before, which stays in
+    charge of printing); a thread ended by ``SystemExit`` aborts nothing, as Python ignores it.
+    Installed once, when a `DataParallel` of more than one process is made.
     """
-    previous = sys.excepthook
-    if getattr(previous, "kerasrs_aborts_mpi", False):
-        return
+    previous, previous_thread = sys.excepthook, threading.excepthook
+    if not getattr(previous, "kerasrs_aborts_mpi", False):
+        def hook(kind, value, traceback):
+            _report_then_abort(comm, lambda: previous(kind, value, traceback))
 
-    def hook(kind, value, traceback):
-        try:
-            previous(kind, value, traceback)
-            for stream in (sys.stdout, sys.stderr):
-                stream.flush()
-            time.sleep(0.5)  # let the launcher forward the traceback: Abort kills the job
-        finally:
-            comm.Abort(1)
+        hook.kerasrs_aborts_mpi = True
+        sys.excepthook = hook
+    if not getattr(previous_thread, "kerasrs_aborts_mpi", False):
+        def thread_hook(args):
+            if args.exc_type is SystemExit:
+                previous_thread(args)
+            else:
+                _report_then_abort(comm, lambda: previous_thread(args))
 
-    hook.kerasrs_aborts_mpi = True
-    sys.excepthook = hook
+        thread_hook.kerasrs_aborts_mpi = True
+        threading.excepthook = thread_hook
+
+
+def _report_then_abort(comm, report):
+    """Call ``report`` (the previous hook prints the traceback), then ``comm.Abort(1)``."""
+    try:
+        report()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        time.sleep(0.5)  # let the launcher forward the traceback: Abort kills the job
+    finally:
+        comm.Abort(1)

@@ -130,24 +130,45 @@ class Sequential(Model):
         return shape
 
     def _check_input_structure(self, method, x):
-        """A Sequential model takes one array: a dict or a list of inputs is an error here,
-        not a confusing one deep in the first layer."""
-        names = [self._layers[0].name] if self._layers and isinstance(
-            self._layers[0], InputLayer) else []
+        """A Sequential model takes one array: a dict is accepted when it holds the input by its
+        name (as Keras), a list of several inputs is an error here, not a confusing one deep in
+        the first layer."""
         if isinstance(x, dict):
-            raise ValueError(f"{self.name}.{method}: `x` is a dict of inputs with keys "
-                             f"{sorted(x)}, but a Sequential model takes a single input array "
-                             f"(its input is named {names}). Pass the array itself, or build a "
-                             f"functional Model with named Inputs. Received: x with keys "
-                             f"{sorted(x)}")
+            self._input_from_dict(x, method)
         if isinstance(x, list) and len(x) != 1:
             raise ValueError(f"{self.name}.{method}: `x` is a list of {len(x)} arrays, but a "
                              f"Sequential model takes a single input array (its input is named "
-                             f"{names}). Received: {len(x)} arrays of shapes "
+                             f"{self._input_names()}). Received: {len(x)} arrays of shapes "
                              f"{[tuple(getattr(a, 'shape', ())) for a in x]}")
 
+    def _input_names(self):
+        return [self._layers[0].name] if self._layers and isinstance(
+            self._layers[0], InputLayer) else []
+
+    def _input_from_dict(self, x, method=None):
+        """The value of the dict ``x`` keyed by the input's name; other keys are ignored (as
+        Keras does).
+
+        Raises:
+            ValueError: if the model has no input (so no name) yet, or ``x`` lacks its name.
+        """
+        where = self.name if method is None else f"{self.name}.{method}"
+        names = self._input_names()
+        if not names:
+            raise ValueError(f"{where}: a dict of inputs is matched to the model's input by "
+                             f"name, but this model has no Input yet (start it with "
+                             f"`Input(shape, name=...)`, or pass the array itself). Received: "
+                             f"a dict with keys {sorted(x)}")
+        if names[0] not in x:
+            raise ValueError(f"{where}: missing data for input {names[0]!r}. You passed a data "
+                             f"dictionary with keys {sorted(x)}. Expected the following keys: "
+                             f"{names}")
+        return x[names[0]]
+
     def _convert_inputs(self, inputs):
-        if isinstance(inputs, (list, tuple, dict)):
+        if isinstance(inputs, dict):
+            inputs = self._input_from_dict(inputs)
+        if isinstance(inputs, (list, tuple)):
             return super()._convert_inputs(inputs)
         return inputs  # converted (and checked) against the input layer in call()
 

@@ -9,6 +9,7 @@ import pathlib
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -318,6 +319,56 @@ say(model.weights[0].numpy().ravel().tolist(), int(model.optimizer.iterations.nu
 """
     first, second = snippet(code, ranks=2)
     assert first == second and first.endswith(" 3")  # 1 step after the 2 restored ones
+
+
+class _FakeComm:
+    def __init__(self):
+        self.aborted = []
+
+    def Abort(self, code):  # noqa: N802 (mpi4py's name)
+        self.aborted.append(code)
+
+
+@pytest.fixture
+def abort_hooks(monkeypatch):
+    """Hooks installed on a fake communicator, with recording previous hooks (restored after)."""
+    printed = []
+    monkeypatch.setattr(sys, "excepthook", lambda *a: printed.append(("main", a[0])))
+    monkeypatch.setattr(threading, "excepthook", lambda args: printed.append(("thread",
+                                                                              args.exc_type)))
+    monkeypatch.setattr(mpi.time, "sleep", lambda seconds: None)
+    comm = _FakeComm()
+    mpi.abort_on_uncaught_exception(comm)
+    mpi.abort_on_uncaught_exception(comm)  # a second DataParallel installs nothing more
+    return comm, printed
+
+
+def _die_in_a_thread(error):
+    def target():
+        raise error
+
+    thread = threading.Thread(target=target, name="kerasrs-mpi-progress")
+    thread.start()
+    thread.join()
+
+
+def test_an_exception_in_another_thread_aborts_the_job(abort_hooks):
+    # before: only sys.excepthook was hooked; a dead progress thread left the other ranks waiting
+    comm, printed = abort_hooks
+    _die_in_a_thread(RuntimeError("boom in the progress thread"))
+    assert printed == [("thread", RuntimeError)] and comm.aborted == [1]  # printed, then aborted
+
+
+def test_an_exception_in_the_main_thread_aborts_the_job_once_hooked(abort_hooks):
+    comm, printed = abort_hooks
+    sys.excepthook(ValueError, ValueError("boom"), None)
+    assert printed == [("main", ValueError)] and comm.aborted == [1]
+
+
+def test_a_thread_ended_by_system_exit_aborts_nothing(abort_hooks):
+    comm, printed = abort_hooks
+    _die_in_a_thread(SystemExit(0))
+    assert printed == [("thread", SystemExit)] and comm.aborted == []
 
 
 @needs_mpi

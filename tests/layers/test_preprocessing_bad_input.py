@@ -46,25 +46,48 @@ def test_preprocessing_layers_text_vectorization_output_sequence_length_must_be_
     assert layers.TextVectorization(output_sequence_length=np.int64(1)).output_sequence_length == 1
 
 
-@pytest.mark.parametrize("make, max_tokens, bound", [
-    (lambda m: layers.TextVectorization(max_tokens=m), 2, 2),
-    (lambda m: layers.TextVectorization(max_tokens=m, output_mode="multi_hot"), 1, 2),
-    (lambda m: layers.StringLookup(max_tokens=m), 1, 1),
-    (lambda m: layers.StringLookup(max_tokens=m, mask_token="", num_oov_indices=1), 2, 2),
-    (lambda m: layers.IntegerLookup(max_tokens=m, num_oov_indices=3), 3, 3),
-    (lambda m: layers.IntegerLookup(max_tokens=m, num_oov_indices=0), 1, 1),
-    (lambda m: layers.StringLookup(max_tokens=m), 0, 1),
-])
-def test_preprocessing_layers_max_tokens_below_the_reserved_tokens_is_refused(make, max_tokens,
-                                                                             bound):
-    # before: accepted, and adapt then learnt an empty vocabulary: every token mapped to OOV
-    with pytest.raises(ValueError, match=rf"`max_tokens` must be None or an int greater than "
-                                         rf"{bound}.*max_tokens={max_tokens}"):
+_SMALL_MAX_TOKENS_LAYERS = [  # (make, the reserved indices: mask token and OOV indices)
+    (lambda m: layers.TextVectorization(max_tokens=m), 2),
+    (lambda m: layers.TextVectorization(max_tokens=m, output_mode="multi_hot"), 2),
+    (lambda m: layers.StringLookup(max_tokens=m), 1),
+    (lambda m: layers.StringLookup(max_tokens=m, mask_token="", num_oov_indices=2), 3),
+    (lambda m: layers.IntegerLookup(max_tokens=m, num_oov_indices=3), 3),
+    (lambda m: layers.IntegerLookup(max_tokens=m, num_oov_indices=0), 0),
+]
+
+
+def _adapt_abc(layer):
+    layer.adapt(np.array([7, 8, 7]) if isinstance(layer, layers.IntegerLookup) else
+                np.array(["a", "b", "a"]))
+
+
+@pytest.mark.parametrize("make, reserved", _SMALL_MAX_TOKENS_LAYERS)
+@pytest.mark.parametrize("max_tokens", [1, 0, -1, 2.0, True])
+def test_preprocessing_layers_max_tokens_of_one_or_less_is_refused_as_keras(make, reserved,
+                                                                           max_tokens):
+    with pytest.raises(ValueError, match=r"if set, `max_tokens` must be an int greater than 1.*"
+                                         rf"max_tokens={max_tokens!r}"):
         make(max_tokens)
-    layer = make(bound + 1)
-    layer.adapt(np.array(["a", "b", "a"]) if not isinstance(layer, layers.IntegerLookup)
-                else np.array([7, 8, 7]))
-    assert layer.vocabulary_size() == bound + 1
+
+
+@pytest.mark.parametrize("make, reserved", _SMALL_MAX_TOKENS_LAYERS)
+def test_preprocessing_layers_accept_a_small_max_tokens_as_keras(make, reserved):
+    # before: max_tokens=2 (and up to the reserved count) was refused, so a Keras config with it
+    # did not load; Keras accepts any max_tokens above 1
+    layer = make(2)
+    config = layer.get_config()
+    assert type(layer).from_config(config).get_config()["max_tokens"] == 2
+    if reserved >= 2:  # no room for a learned token: an empty vocabulary, said in a warning
+        with pytest.warns(UserWarning, match=rf"max_tokens=2 leaves no index for a learned token "
+                                             rf"after the {reserved} reserved ones"):
+            _adapt_abc(layer)
+        assert layer.vocabulary_size() == reserved
+    else:
+        _adapt_abc(layer)
+        assert layer.vocabulary_size() == 2
+    layer = make(max(reserved + 1, 2))
+    _adapt_abc(layer)
+    assert layer.vocabulary_size() == max(reserved + 1, 2)
 
 
 @pytest.mark.parametrize("data", [np.array([1, 2]), np.array([[1.0], [2.0]]), np.array([True])])

@@ -119,8 +119,9 @@ def test_fit_hello_predict_strings_none_and_objects():
 def test_dict_or_several_inputs_to_a_sequential_model_name_its_input():
     model = _model()
     model.compile("sgd", "mse")
-    with pytest.raises(ValueError, match=r"sequential.fit: `x` is a dict of inputs with keys "
-                                         r"\['a'\].*named \['input_layer'\]"):
+    with pytest.raises(ValueError, match=r"sequential.fit: missing data for input 'input_layer'"
+                                         r".*keys \['a'\]. Expected the following keys: "
+                                         r"\['input_layer'\]"):
         model.fit({"a": X}, Y, verbose=0)
     with pytest.raises(ValueError, match=r"sequential.predict: `x` is a list of 2 arrays"):
         model.predict([X, X], verbose=0)

@@ -1,13 +1,13 @@
 """``clone_model`` as Keras 3 clones (issue 27): ``clone_function`` and ``call_function`` for
 functional models, Sequential models, nested models, and compiled models. Every test runs with
-kerasrs and with Keras 3 (`models_twin`)."""
+kerasrs and with Keras 3 (`keras_twin`)."""
 
 import numpy as np  # noqa: F401 (the twin tests use np and pytest, here and in Keras)
 import pytest  # noqa: F401
-from models_twin import twin, twin_helper
+from keras_twin import helper, twin
 
 
-@twin_helper
+@helper
 def functional(K):
     L = K.layers
     i = L.Input((3,), name="i")
@@ -15,7 +15,7 @@ def functional(K):
     return K.Model(i, L.Dense(2, name="d2")(shared(shared(i))), name="fm")
 
 
-@twin_helper
+@helper
 def renaming(K, seen):
     def clone_function(layer):
         seen.append(layer.name)

@@ -1,9 +1,9 @@
 """``losses.get`` and the loss names ``compile`` understands, as Keras 3 (issue 27). Every test
-runs with kerasrs and with Keras 3 (`models_twin`)."""
+runs with kerasrs and with Keras 3 (`keras_twin`)."""
 
 import numpy as np  # noqa: F401 (the twin tests use np and pytest, here and in Keras)
 import pytest  # noqa: F401
-from models_twin import twin, twin_helper
+from keras_twin import helper, twin
 
 
 @twin
@@ -56,7 +56,7 @@ def test_an_unknown_loss_name_in_compile_is_refused(K, tmp):
 
 
 # -- "crossentropy" in compile ------------------------------------------------------------------
-@twin_helper
+@helper
 def crossentropy_case(K, units, activation, y, loss):
     i = K.layers.Input((3,))
     model = K.Model(i, K.layers.Dense(units, activation=activation,

@@ -4,15 +4,15 @@ tensors, optional inputs, input rank standardization, ``training`` reaching ever
 
 import numpy as np  # noqa: F401 (the twin tests use np and pytest, here and in Keras)
 import pytest  # noqa: F401
-from models_twin import twin, twin_helper
+from keras_twin import helper, twin
 
 
-@twin_helper
+@helper
 def numpy(K, value):
     return np.asarray(K.ops.convert_to_numpy(value))
 
 
-@twin_helper
+@helper
 def three_dense(K):
     L = K.layers
     inp = L.Input((4,), name="inp")
@@ -49,7 +49,7 @@ def test_a_model_between_two_intermediate_tensors(K, tmp):
 
 
 # -- optional inputs ------------------------------------------------------------------------------
-@twin_helper
+@helper
 def add_if_present(K):
     class AddIfPresent(K.layers.Layer):
         def call(self, x, y=None):
@@ -96,7 +96,7 @@ def test_inputs_are_squeezed_or_expanded_by_one_axis_of_size_one(K, tmp):
 
 
 # -- training reaches every layer -----------------------------------------------------------------
-@twin_helper
+@helper
 def recording_layers(K, seen):
     class Rec(K.layers.Layer):
         def call(self, x, training=None):

@@ -1,12 +1,12 @@
 """Functional models over nested structures, and compile's losses and metrics laid over them
-(issue 27). Every test runs with kerasrs and with Keras 3 (`models_twin`)."""
+(issue 27). Every test runs with kerasrs and with Keras 3 (`keras_twin`)."""
 
 import numpy as np  # noqa: F401 (the twin tests use np and pytest, here and in Keras)
 import pytest  # noqa: F401
-from models_twin import twin, twin_helper
+from keras_twin import helper, twin
 
 
-@twin_helper
+@helper
 def two_input_model(K, outputs="dict"):
     """Inputs a (3,), b (2,); Dense layers with weights of ones: o1 = 3a + 2b... exact values."""
     L = K.layers
@@ -23,7 +23,7 @@ def two_input_model(K, outputs="dict"):
     return K.Model([a, b], (o1, [o2, (o1,)]))  # nested
 
 
-@twin_helper
+@helper
 def kinds(K, value):
     """The structure of ``value`` with its container types: 'tuple(T,list(T))'."""
     if isinstance(value, dict):
@@ -33,12 +33,12 @@ def kinds(K, value):
     return tuple(value.shape)
 
 
-@twin_helper
+@helper
 def data():
     return {"a": np.ones((4, 3), "float32"), "b": np.full((4, 2), 0.5, "float32")}
 
 
-@twin_helper
+@helper
 def rounded(logs):
     return {k: round(float(v), 4) for k, v in sorted(logs.items())}
 

@@ -173,9 +173,9 @@ def test_generators_and_pydatasets_name_a_dict_fed_to_a_one_input_model():
         yield {"pixels": X[:8], "extra": X[:8]}, LABELS[:8]
 
     for data in (dicts(), Batches([({"pixels": X[:8], "extra": X[:8]}, LABELS[:8])])):
-        with pytest.raises(ValueError, match=r"`x` is a dict of inputs with keys \['extra', "
-                                             r"'pixels'\], but a Sequential model takes a single "
-                                             r"input array.*\(in batch 0 of the"):
+        with pytest.raises(ValueError, match=r"missing data for input 'input_layer\w*'. You passed "
+                                             r"a data dictionary with keys \['extra', 'pixels'\]"
+                                             r".*\(in batch 0 of the"):
             _classifier().fit(data, verbose=0)
 
 

@@ -7,6 +7,8 @@ at 1. `adapt` orders the vocabulary by decreasing frequency, ties by decreasing 
 lexsort). The vocabulary is part of the layer's config, so it is saved with the model.
 """
 
+import warnings
+
 import numpy as np
 
 from kerasrs.layers.base import Layer
@@ -32,21 +34,21 @@ def check_dense(who, sparse):
         raise ValueError(f"{who}: sparse outputs are not supported. Received: sparse={sparse!r}")
 
 
-def check_max_tokens(who, max_tokens, reserved):
-    """Refuse a ``max_tokens`` that leaves no index for a vocabulary token: it must exceed the
-    ``reserved`` indices (mask token and OOV indices), and 1 as in Keras.
+def check_max_tokens(who, max_tokens):
+    """Refuse a ``max_tokens`` that Keras refuses: not None and not above 1. One that leaves no
+    index for a learned token after the reserved ones (mask token, OOV indices) is accepted, as
+    Keras accepts it (its configs load); `adapt` warns when it learns nothing because of it.
 
     Raises:
-        ValueError: naming the layer ``who``, the reserved count and the value.
+        ValueError: naming the layer ``who`` and the value.
     """
     if max_tokens is None:
         return
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)) or \
-            max_tokens <= max(reserved, 1):
-        raise ValueError(f"{who}: `max_tokens` must be None or an int greater than "
-                         f"{max(reserved, 1)}: it counts the {reserved} reserved indices (mask "
-                         "token and OOV indices) too, and must leave room for at least one "
-                         f"vocabulary token. Received: max_tokens={max_tokens!r}")
+            max_tokens <= 1:
+        raise ValueError(f"{who}: if set, `max_tokens` must be an int greater than 1 (it counts "
+                         "the mask token and OOV indices too). Received: "
+                         f"max_tokens={max_tokens!r}")
 
 
 def encode(ids, depth, output_mode, dtype, backend, count_weights=None):
@@ -132,7 +134,7 @@ class _IndexLookup(Layer):
             raise ValueError(f"{self.name}: `num_oov_indices` must be an int >= 0. Received: "
                              f"num_oov_indices={num_oov_indices!r}")
         check_dense(self.name, sparse)
-        check_max_tokens(self.name, max_tokens, num_oov_indices + (mask_token is not None))
+        check_max_tokens(self.name, max_tokens)
         self.max_tokens, self.num_oov_indices = max_tokens, num_oov_indices
         self.mask_token, self.oov_token = mask_token, oov_token
         self.invert, self.output_mode = bool(invert), output_mode
@@ -188,7 +190,14 @@ class _IndexLookup(Layer):
             counts.pop(special, None)
         order = sorted(counts, key=lambda t: (counts[t], t), reverse=True)
         if self.max_tokens:
-            order = order[:max(self.max_tokens - len(self._specials()), 0)]
+            room = self.max_tokens - len(self._specials())
+            if room <= 0 and order:
+                warnings.warn(f"{self.name}: max_tokens={self.max_tokens} leaves no index for a "
+                              f"learned token after the {len(self._specials())} reserved ones "
+                              f"(mask token and OOV indices): the vocabulary stays empty and "
+                              f"every token maps to OOV. Raise max_tokens to keep tokens.",
+                              UserWarning, stacklevel=2)
+            order = order[:max(room, 0)]
         self._vocabulary = order
 
     def _convert_inputs(self, inputs):
@@ -277,7 +286,7 @@ class StringLookup(_IndexLookup):
         sparse: only False. encoding: accepted ("utf-8").
 
     Raises:
-        ValueError: for a ``max_tokens`` not above the reserved indices (mask and OOV), or
+        ValueError: for a ``max_tokens`` of 1 or less (as Keras), or
             numeric inputs to a call or to `adapt` (use `IntegerLookup`).
 
     Example:
@@ -325,7 +334,7 @@ class IntegerLookup(_IndexLookup):
 
     Raises:
         ValueError: (at a call or `adapt`) for inputs that are not integers (strings, or floats
-            with a fractional part); for a ``max_tokens`` not above the reserved indices.
+            with a fractional part); for a ``max_tokens`` of 1 or less.
 
     Example:
         >>> layer = IntegerLookup(vocabulary=[12, 36, 1138, 42])

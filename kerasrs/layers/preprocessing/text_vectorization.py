@@ -37,7 +37,8 @@ class TextVectorization(Layer):
 
     Raises:
         ValueError: for an ``output_sequence_length`` that is not None or an int >= 1 (or given
-            outside "int" mode), a ``max_tokens`` below 3, sparse or ragged outputs.
+            outside "int" mode), a ``max_tokens`` of 1 or less (as Keras), sparse or ragged
+            outputs.
 
     Input: strings of shape ``(batch,)`` or ``(batch, 1)``. Output: ``(batch, length)`` int64,
     or ``(batch, vocabulary size)`` float32 for the encoded modes.
@@ -68,7 +69,7 @@ class TextVectorization(Layer):
             raise ValueError(f"{self.name}: `output_sequence_length` must be None or an int >= 1 "
                              "(the length every output is padded or cut to). Received: "
                              f"output_sequence_length={output_sequence_length!r}")
-        categorical.check_max_tokens(self.name, max_tokens, 2)  # the mask "" and one OOV index
+        categorical.check_max_tokens(self.name, max_tokens)
         if output_sequence_length is not None and output_mode != "int":
             raise ValueError(f"{self.name}: `output_sequence_length` needs output_mode='int'. "
                              f"Received: output_mode={output_mode!r}")
