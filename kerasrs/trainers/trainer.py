@@ -54,6 +54,7 @@ class Trainer:
 
     _fit_distribution = None  # a kerasrs.distribution.DataParallel, set by fit while training
     _jit = None  # the replayed steps (kerasrs.trainers.jit.JitSteps) of jit_compile
+    _run_eagerly = False
     _data_check = None  # fit's input_checks.DataCheck while training (NaN in the data: see there)
 
     # -- compile --------------------------------------------------------------------------------
@@ -117,8 +118,26 @@ class Trainer:
             optimizers.serialize(self.optimizer), "loss": loss, "loss_weights": loss_weights,
             "metrics": metrics, "weighted_metrics": weighted_metrics, "run_eagerly": run_eagerly,
             "steps_per_execution": steps_per_execution, "jit_compile": jit_compile}
-        mode = jit.resolve(jit_compile, run_eagerly)
+        self._run_eagerly = bool(run_eagerly)
+        self._set_jit()
+
+    def _set_jit(self):
+        """The replayed steps that compile's ``jit_compile`` and ``run_eagerly`` ask for."""
+        mode = jit.resolve(self._compile_config["jit_compile"], self._run_eagerly)
         self._jit = jit.JitSteps(self, mode) if mode else None
+
+    @property
+    def run_eagerly(self):
+        """bool: True when every step runs op by op whatever ``jit_compile`` says (Keras's
+        attribute; compile's ``run_eagerly``). Setting it on a compiled model switches its
+        traced steps off (True) or back on as compiled (False)."""
+        return self._run_eagerly
+
+    @run_eagerly.setter
+    def run_eagerly(self, value):
+        self._run_eagerly = bool(value)
+        if self.compiled:
+            self._set_jit()
 
     def get_compile_config(self):
         """The arguments of the last ``compile`` (None if never compiled)."""
@@ -133,8 +152,8 @@ class Trainer:
 
     def _require_compiled(self, method):
         if not self.compiled:
-            raise RuntimeError(f"Model.{method}: the model must be compiled first: call "
-                               "model.compile(optimizer, loss) before fit/evaluate/train_on_batch.")
+            raise ValueError(f"Model.{method}: the model must be compiled first: call "
+                             "model.compile(optimizer, loss) before fit/evaluate/train_on_batch.")
 
     # -- metrics ----------------------------------------------------------------------------------
     @property
@@ -444,7 +463,8 @@ class Trainer:
             The `History` callback; ``history.history`` maps each log name to a list per epoch.
 
         Raises:
-            RuntimeError: if the model is not compiled, or another thread fits or evaluates it.
+            ValueError: if the model is not compiled (as Keras).
+            RuntimeError: if another thread fits or evaluates it.
             ValueError: for data of different lengths, no samples, None or non-numeric data,
                 ``epochs`` that is not an int >= 0, or other bad arguments.
         """

@@ -231,11 +231,11 @@ def test_layer_losses_join_the_training_loss():
     assert model.evaluate(x, y, verbose=0) == pytest.approx(plain + 0.5 * 3, rel=1e-5)
 
 
-def test_fit_before_compile_is_a_runtime_error():
+def test_fit_before_compile_is_a_value_error_as_in_keras():
     model = kerasrs.Sequential([layers.Input((3,)), layers.Dense(1)])
-    with pytest.raises(RuntimeError, match=r"compile\(optimizer, loss\)"):
+    with pytest.raises(ValueError, match=r"compile\(optimizer, loss\)"):
         model.fit(np.ones((2, 3)), np.ones((2, 1)), verbose=0)
-    with pytest.raises(RuntimeError, match="compile"):
+    with pytest.raises(ValueError, match="compile"):
         model.evaluate(np.ones((2, 3)), np.ones((2, 1)), verbose=0)
 
 
@@ -335,3 +335,17 @@ def test_python_lists_and_integer_data_train_in_float32():
     assert history.history["loss"] == pytest.approx([1.0, 4.0])  # w: 1 -> -2 -> 4
     assert model.weights[0].dtype == np.float32 and model.predict([[1]], verbose=0).dtype == \
         np.float32
+
+
+def test_run_eagerly_is_keras_attribute_and_switches_traced_steps():
+    model = kerasrs.Sequential([layers.Input((3,)), layers.Dense(1)])
+    assert model.run_eagerly is False
+    model.compile("sgd", "mse", jit_compile=True)
+    assert model.run_eagerly is False and model._jit is not None
+    model.run_eagerly = True
+    assert model.run_eagerly is True and model._jit is None
+    model.fit(np.ones((4, 3)), np.ones((4, 1)), verbose=0)
+    model.run_eagerly = False
+    assert model._jit is not None
+    model.compile("sgd", "mse", run_eagerly=True, jit_compile=True)
+    assert model.run_eagerly is True and model._jit is None
