@@ -275,3 +275,31 @@ def test_padding_and_upsampling_match_eager():
 
     _assert_same(padded, {"optimizer": "adam", "loss": LOGITS},
                  {"batch_size": 16, "epochs": 1, "shuffle": False}, x=images)
+
+
+# -- random layers: graph ops that draw anew on every replay ---------------------------------------
+@pytest.mark.parametrize("seed", [None, 4])
+def test_noise_layers_draw_new_numbers_on_every_replayed_step_as_eagerly(seed):
+    def noisy():
+        return kerasrs.Sequential([
+            layers.Input((12,)), layers.Dense(16), layers.GaussianNoise(0.3, seed=seed),
+            layers.GaussianDropout(0.2, seed=seed), layers.Dense(16, activation="tanh"),
+            layers.AlphaDropout(0.2, seed=seed), layers.Dense(3)])
+
+    model = _assert_same(noisy, {"optimizer": "adam", "loss": LOGITS},
+                         {"batch_size": 16, "epochs": 2, "shuffle": False})
+    entry = next(e for k, e in model._jit.entries.items() if k[0] == "train")
+    assert sum(n.op == "random_draw" for n in entry.traced.nodes) == 3
+
+
+def test_traced_augmentation_layers_match_eager():
+    images = rng.uniform(0, 255, size=(len(Y), 6, 5, 2)).astype("float32")
+
+    def augmenting():
+        return kerasrs.Sequential([
+            layers.Input((6, 5, 2)), layers.RandomFlip(), layers.RandomContrast(0.4, seed=1),
+            layers.RandomBrightness(0.2), layers.Rescaling(1 / 255), layers.Flatten(),
+            layers.Dense(3)])
+
+    _assert_same(augmenting, {"optimizer": "adam", "loss": LOGITS},
+                 {"batch_size": 16, "epochs": 2, "shuffle": False}, x=images)
