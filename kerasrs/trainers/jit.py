@@ -8,8 +8,8 @@ batch is a signature of its own (or, with ``fit(pad_last_batch=True)``, the padd
 
 What stays on the host, exactly as in eager mode: the data pipeline, callbacks, the loss mean
 and the compiled metrics (updated from the step's outputs: the loss, each output's loss and
-the predictions), ``steps_per_execution`` (accepted and ignored, as eagerly: one step per
-call) and saving (the programs update the model's and the optimizer's variables in place).
+the predictions), ``steps_per_execution`` (the batch callbacks run once per execution, as
+eagerly; each step is replayed by itself) and saving (the programs update the model's and the optimizer's variables in place).
 In the graph: the forward pass in training mode (dropout masks drawn from the eager stream,
 BatchNormalization's moving statistics as graph updates, masks and mixed-precision casts as
 ops), ``compute_loss``, the gradients and the optimizer's update (its rule in
