@@ -8,6 +8,7 @@ import numpy as np
 
 from kerasrs import initializers, layers, ops, random, saving
 from kerasrs.applications import _common, imagenet_utils
+from kerasrs.layers.core import random_draw
 from kerasrs.models import Sequential
 
 _BASE = _common.KERAS_APPLICATIONS + "convnext/"
@@ -45,13 +46,16 @@ class StochasticDepth(layers.Layer):
     def __init__(self, drop_path_rate, **kwargs):
         super().__init__(**kwargs)
         self.drop_path_rate = drop_path_rate
+        self.seed_generator = random.SeedGenerator()
 
     def call(self, x, training=None):
         if not training or not self.drop_path_rate:
             return x
         keep = 1.0 - self.drop_path_rate
         shape = (ops.shape(x)[0],) + (1,) * (len(x.shape) - 1)
-        mask = ops.floor(keep + random.uniform(shape, 0, 1, dtype=x.dtype))
+        # a graph op (not kerasrs.random's host draw): a replayed step draws anew
+        uniform = random_draw(self.seed_generator, "uniform", shape, x.dtype, x.backend)
+        mask = ops.floor(ops.add(uniform, keep))
         return x / keep * mask
 
     def compute_output_shape(self, input_shape):

@@ -142,6 +142,8 @@ def _register_no_gradient():
             make=lambda attrs, data, n=name: core.NoGradient(n, **attrs))
     _op("dropout_mask", creation.DropoutMask, attrs=("shape", "rate", "dtype", "seed"),
         pure=False, differentiable=False)
+    _op("random_draw", creation.RandomDraw, attrs=("kind", "shape", "dtype", "seed"),
+        pure=False, differentiable=False)
     _op("autocast", autodiff_function._AutocastCast, attrs=("dtype", "source_dtype"),
         make=_autocast_make)
 

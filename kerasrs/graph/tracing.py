@@ -7,8 +7,9 @@ unchanged. `Function.apply` calls `Tracer.record` after each forward (the hook i
 variable `kerasrs.context.tracers`: per thread and per asyncio task, so another thread's ops are
 never recorded). The price: Python control flow on tensor values is frozen to the
 branch the example took, and a value computed outside any recorded op is baked in as a
-constant. `trace` warns about both, naming them; a *strict* tracer (``Tracer(strict=True)``,
-what ``compile(jit_compile=True)`` uses) raises `TraceError` instead, at the first of:
+constant. `trace` warns about both, naming them (each node's site names the layer whose call
+made it); a *strict* tracer (``Tracer(strict=True)``, what ``compile(jit_compile=True)`` uses)
+raises `TraceError` instead, at the first of:
 
 - an op whose `Function` is not registered (`kerasrs.graph.register_op`);
 - a host read of a traced value: ``bool()``, ``float()``, ``int()``, ``.item()``, ``.numpy()``
@@ -19,6 +20,8 @@ what ``compile(jit_compile=True)`` uses) raises `TraceError` instead, at the fir
 - a `Variable.assign` (``assign_add``, ``assign_sub``) of such a value. Assignments to
   variables while tracing become graph updates (they apply after each run, together); the
   traced run itself changes no variable.
+- random numbers drawn on the host by `kerasrs.random` (a graph would repeat them: random
+  layers draw with ``random_draw``, a graph op).
 
 Inside the traced function, `grad` gives gradient tensors (real values now, ``gradient`` nodes
 in the graph), `assign` declares a parameter update, and `already_computed` marks a value that
@@ -40,6 +43,7 @@ from kerasrs.ops import core, layout
 from kerasrs.ops import math as ops_math
 
 _KERASRS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LAYER_CALL = os.path.join(_KERASRS_DIR, "layers", "base.py")  # where Layer.__call__ runs
 
 
 class TraceError(RuntimeError):
@@ -265,7 +269,8 @@ class Tracer:
             cls = type(fn)
             raise TraceError(f"kerasrs.graph.trace: op {fn._name()!r} ({cls.__module__}."
                              f"{cls.__qualname__}) is not registered for graphs; register it "
-                             f"with kerasrs.graph.register_op or run this code eagerly. At {site}")
+                             f"with kerasrs.graph.register_op or run this code eagerly. At {site}",
+                             f"op {fn._name()!r} at {site}")
         attrs = definition.attrs_of(fn)
         for key, value in attrs.items():
             if not text.is_attr_value(value):
@@ -306,9 +311,18 @@ class Tracer:
             described, what = f"variable {tensor.path!r}", f"{how} of {tensor.path}"
         else:
             return
-        self._problem(f"{how} of {described} at {_site()} reads a traced value on the host: "
+        site = _site()
+        self._problem(f"{how} of {described} at {site} reads a traced value on the host: "
                       "Python control flow or a conversion on it would be frozen to this "
-                      "example's value", what)
+                      "example's value", f"{what} at {site}")
+
+    def host_random(self, who):
+        """`kerasrs.random` calls this when it draws on the host (``who``: the function): a
+        graph would keep this example's numbers (a warning, or TraceError if strict)."""
+        site = _site()
+        self._problem(f"{who} at {site} draws random numbers on the host, which a replay would "
+                      "repeat; draw them with a graph op (kerasrs.layers.core.random_draw, "
+                      "as GaussianNoise does)", f"{who} at {site}")
 
     def _problem(self, description, what):
         """Something the graph cannot hold: TraceError if strict, else a warning at the end."""
@@ -358,8 +372,9 @@ class Tracer:
             if node is not None:
                 return node
             if self._declared.get(_address(array)) is not array:
+                site = _site()
                 self._problem(f"{how} of a value of shape {tuple(array.shape)} computed outside "
-                              f"recorded ops at {_site()}", f"{how} of a host value")
+                              f"recorded ops at {site}", f"{how} of a host value at {site}")
             return self._constant(array)
         return self.node_of(value, how, 1)
 
@@ -401,16 +416,17 @@ class Tracer:
         node = self._view_of(array) if hasattr(array, "dtype") else None
         if node is None and name is not None and \
                 self._declared.get(_address(array)) is not array:
+            site = _site()
             self._problem(f"data {name!r} of {op!r}, shape {tuple(np.shape(array))} "
                           f"(not a view of an input: convert it, e.g. labels to int64, "
-                          f"before the traced function) at {_site()}", f"data of {op}")
+                          f"before the traced function) at {site}", f"data of {op} at {site}")
         return node if node is not None else self._constant(array)
 
     def _constant(self, array):
         from kerasrs.backend import convert_to_numpy
 
         value = np.array(convert_to_numpy(array))
-        return self.builder.add("constant", (), type=type_of(value), value=value)
+        return self.builder.add("constant", (), type=type_of(value), value=value, site=_site())
 
     def _view_of(self, array):
         """The node whose value is ``array`` (same memory, shape, strides and dtype), or a new
@@ -473,15 +489,24 @@ def _address(array):
 
 def _site():
     """``file:line`` of the innermost caller outside the kerasrs package (and its generated
-    op wrappers), else of the innermost frame."""
+    op wrappers), else of the innermost frame; followed by ``, in layer 'name' (Class)`` when
+    a layer's call runs (the innermost), so that a message about a node names its layer."""
     frame = sys._getframe(1)
-    first = None
-    while frame is not None:
-        name = frame.f_code.co_filename
-        path = os.path.abspath(name)
-        here = f"{os.path.basename(path)}:{frame.f_lineno}"
-        first = first or here
-        if not path.startswith(_KERASRS_DIR + os.sep) and not name.startswith("<kerasrs"):
-            return here
+    site = first = layer = None
+    while frame is not None and (site is None or layer is None):
+        code = frame.f_code
+        name = code.co_filename
+        if layer is None and code.co_name == "__call__" and \
+                os.path.abspath(name) == _LAYER_CALL:
+            layer = frame.f_locals.get("self")
+        if site is None:
+            path = os.path.abspath(name)
+            here = f"{os.path.basename(path)}:{frame.f_lineno}"
+            first = first or here
+            if not path.startswith(_KERASRS_DIR + os.sep) and not name.startswith("<kerasrs"):
+                site = here
         frame = frame.f_back
-    return first
+    site = site or first
+    if layer is None:
+        return site
+    return f"{site}, in layer {getattr(layer, 'name', '?')!r} ({type(layer).__name__})"

@@ -191,8 +191,29 @@ def dropout_mask(generator, shape, rate, dtype, be):
     mask = creation.DropoutMask(shape, rate, dtype, seed)
     if seed is None:  # unseeded: a fresh key from the host stream set_random_seed seeds
         return mask.apply().data
-    # The counter offset as a Variable on the mask's backend: a traced step reads and updates
-    # it, so a replayed step draws the masks the eager one would.
+    drawn = _draw_counter(generator, be)
+    out = mask.apply(drawn).data
+    drawn.assign_add(1)
+    return out
+
+
+def random_draw(generator, kind, shape, dtype, be):
+    """A Tensor of random numbers of ``shape`` and ``dtype`` on ``be`` (``kind`` "normal" or
+    "uniform", `kerasrs.ops.creation.RandomDraw`) keyed by the seed of ``generator`` (a
+    `kerasrs.random.SeedGenerator`: its own seed, or the one it drew from the stream
+    ``set_random_seed`` seeds) and the number of draws before: new numbers at every call, the
+    same numbers as ``kerasrs.random.normal(shape, seed=generator)`` would give, and a graph
+    op, so that a replayed training step draws them as the eager step does."""
+    generator.next()  # the generator counts every draw (its state is what Keras exposes)
+    drawn = _draw_counter(generator, be)
+    out = creation.RandomDraw(kind, shape, dtype, generator.seed).apply(drawn)
+    drawn.assign_add(1)
+    return out
+
+
+def _draw_counter(generator, be):
+    """The number of draws of ``generator`` as an int64 Variable on ``be``: a traced step
+    reads it and updates it, so a replayed step draws the numbers the eager one would."""
     drawn = generator.__dict__.get("_philox_offset")
     if drawn is None:
         with backend_module.using(be.name):
@@ -200,9 +221,7 @@ def dropout_mask(generator, shape, rate, dtype, be):
                              name="philox_offset")
         drawn.path = f"{generator.name}/philox_offset"
         generator.__dict__["_philox_offset"] = drawn  # not a tracked weight (not saved)
-    out = mask.apply(drawn).data
-    drawn.assign_add(1)
-    return out
+    return drawn
 
 
 def _check_noise_shape(name, noise_shape):

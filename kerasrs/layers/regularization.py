@@ -7,8 +7,7 @@ import numpy as np
 from kerasrs import ops, random, regularizers
 from kerasrs.backend import settings
 from kerasrs.layers.base import Layer
-from kerasrs.layers.core import Dropout, resolve_noise_shape
-from kerasrs.ops.core import constant
+from kerasrs.layers.core import Dropout, random_draw, resolve_noise_shape
 
 
 class _Noise(Layer):
@@ -29,14 +28,11 @@ class _Noise(Layer):
             self.seed_generator = random.SeedGenerator(seed)
         self._build_at_init()
 
-    def _rng(self, be):
-        """A generator of the backend's array module for one call: with ``seed``, keyed by the
-        next state of the layer's seed generator (reproducible, new numbers at each call);
-        without, the backend's generator (which ``set_random_seed`` seeds)."""
-        seed, counter = (int(v) for v in self.seed_generator.next())
-        if self.seed is None:
-            return be.rng
-        return be.xp.random.default_rng((seed * 1_000_003 + counter) % 2 ** 63)
+    def _draw(self, kind, shape, dtype, be):
+        """Random numbers for one call (`kerasrs.layers.core.random_draw`): keyed by the layer's
+        seed generator (its ``seed``, or one drawn from the stream ``set_random_seed`` seeds),
+        new numbers at each call, and a graph op, so a replayed step draws them too."""
+        return random_draw(self.seed_generator, kind, shape, dtype, be)
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -55,9 +51,8 @@ class GaussianNoise(_Noise):
     def call(self, inputs, training=False):
         if not training or self.stddev == 0:
             return inputs
-        be = inputs.backend
-        noise = self._rng(be).standard_normal(inputs.shape).astype(inputs.dtype) * self.stddev
-        return ops.add(inputs, constant(noise, be))
+        noise = self._draw("normal", inputs.shape, inputs.dtype, inputs.backend)
+        return ops.add(inputs, ops.multiply(noise, self.stddev))
 
 
 class GaussianDropout(_Noise):
@@ -71,10 +66,9 @@ class GaussianDropout(_Noise):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
-        be = inputs.backend
-        std = np.sqrt(self.rate / (1.0 - self.rate))
-        noise = 1.0 + std * self._rng(be).standard_normal(inputs.shape)
-        return ops.multiply(inputs, constant(noise.astype(inputs.dtype), be))
+        std = float(np.sqrt(self.rate / (1.0 - self.rate)))
+        noise = self._draw("normal", inputs.shape, inputs.dtype, inputs.backend)
+        return ops.multiply(inputs, ops.add(ops.multiply(noise, std), 1.0))
 
 
 class AlphaDropout(_Noise):
@@ -90,14 +84,14 @@ class AlphaDropout(_Noise):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
-        be = inputs.backend
         shape = resolve_noise_shape(self.noise_shape, inputs.shape)
         alpha_p = -1.6732632423543772 * 1.0507009873554805
-        keep = (self._rng(be).random(shape) >= self.rate).astype(inputs.dtype)
+        uniform = self._draw("uniform", shape, inputs.dtype, inputs.backend)
+        keep = ops.cast(ops.greater_equal(uniform, self.rate), inputs.dtype)
         a = ((1 - self.rate) * (1 + self.rate * alpha_p ** 2)) ** -0.5
         b = -a * alpha_p * self.rate
-        kept = ops.multiply(inputs, constant(keep, be))
-        return ops.add(ops.multiply(kept, a), constant((alpha_p * (1 - keep)) * a + b, be))
+        kept = ops.multiply(ops.multiply(inputs, keep), a)  # dropped: alpha_p * a + b
+        return ops.add(kept, ops.add(ops.multiply(ops.subtract(1.0, keep), alpha_p * a), b))
 
     def get_config(self):
         return {**super().get_config(), "noise_shape": None if self.noise_shape is None else

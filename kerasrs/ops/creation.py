@@ -59,6 +59,37 @@ class DropoutMask(Function):
         return (None,) * self.n_inputs
 
 
+class RandomDraw(Function):
+    """Random numbers of ``shape``: ``kind`` "normal" (standard normal) or "uniform" ([0, 1)),
+    cast to ``dtype``. No gradient.
+
+    Drawn on the host from NumPy's PCG64 seeded with ``[seed, counter]``, the counter being the
+    one input (an int64 0-d array: the number of draws before, kept by the caller), which is
+    how `kerasrs.random.normal` draws with a `kerasrs.random.SeedGenerator`: the same numbers
+    on NumPy and CuPy. A Function, not a constant, so that a graph records it: a replayed step
+    reads the counter its update advanced and draws new numbers each time, as eagerly.
+    """
+
+    KINDS = ("normal", "uniform")
+
+    def __init__(self, kind, shape, dtype, seed):
+        if kind not in self.KINDS:
+            raise ValueError(f"RandomDraw: `kind` must be one of {self.KINDS}. "
+                             f"Received: kind={kind!r}")
+        self.kind, self.shape = kind, tuple(int(n) for n in shape)
+        self.dtype = backend_module.standardize_dtype(dtype).name
+        self.seed = int(seed) % 2 ** 63
+
+    def forward(self, counter):
+        rng = np.random.default_rng([self.seed, int(counter)])
+        values = rng.standard_normal(self.shape) if self.kind == "normal" else \
+            rng.random(self.shape)
+        return self.xp.asarray(values.astype(self.dtype))
+
+    def backward(self, gy):
+        return (None,)
+
+
 def _shape_arg(who, shape):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if any(not isinstance(n, (int, np.integer)) or n < 0 for n in shape):

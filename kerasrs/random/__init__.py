@@ -9,6 +9,7 @@ with NumPy's PCG64 and moved to the default backend, so a seed gives the same va
 import numpy as np
 
 from kerasrs import backend as _backend
+from kerasrs import context
 from kerasrs import initializers as _initializers
 from kerasrs import ops
 from kerasrs.autodiff import Variable
@@ -75,7 +76,12 @@ class SeedGenerator:
 _initializers.register_seed_generator(SeedGenerator)  # initializers take one as `seed`
 
 
-def _host_rng(seed):
+def _host_rng(seed, who=None):
+    """The NumPy generator for ``seed``. ``who`` (the public function drawing) is reported to
+    `kerasrs.graph` tracers: numbers drawn on the host would be frozen into a traced graph."""
+    if who is not None:
+        for tracer in context.tracers.get():
+            tracer.host_random(f"kerasrs.random.{who}")
     if isinstance(seed, SeedGenerator):
         return np.random.default_rng([int(v) for v in seed.next()])
     if seed is None:
@@ -99,17 +105,17 @@ def _out(values, dtype):
 
 def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """Samples of N(mean, stddev**2), shape ``shape``, float dtype (floatx by default)."""
-    return _out(_host_rng(seed).normal(mean, stddev, size=tuple(shape)), dtype)
+    return _out(_host_rng(seed, "normal").normal(mean, stddev, size=tuple(shape)), dtype)
 
 
 def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
     """Samples of U[minval, maxval)."""
-    return _out(_host_rng(seed).uniform(minval, maxval, size=tuple(shape)), dtype)
+    return _out(_host_rng(seed, "uniform").uniform(minval, maxval, size=tuple(shape)), dtype)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """N(mean, stddev**2) samples redrawn until within two standard deviations of the mean."""
-    rng = _host_rng(seed)
+    rng = _host_rng(seed, "truncated_normal")
     x = rng.standard_normal(tuple(shape))
     bad = np.abs(x) > 2
     while bad.any():
@@ -120,7 +126,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
 
 def randint(shape, minval, maxval, dtype="int32", seed=None):
     """Integers drawn uniformly from [minval, maxval)."""
-    return _out(_host_rng(seed).integers(minval, maxval, size=tuple(shape)), dtype)
+    return _out(_host_rng(seed, "randint").integers(minval, maxval, size=tuple(shape)), dtype)
 
 
 def categorical(logits, num_samples, dtype="int32", seed=None):
@@ -132,24 +138,25 @@ def categorical(logits, num_samples, dtype="int32", seed=None):
                          f"{z.shape}")
     p = np.exp(z - z.max(axis=1, keepdims=True))
     cdf = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
-    u = _host_rng(seed).random((z.shape[0], num_samples))
+    u = _host_rng(seed, "categorical").random((z.shape[0], num_samples))
     ids = (u[:, :, None] > cdf[:, None, :]).sum(axis=2)
     return _out(np.minimum(ids, z.shape[1] - 1), dtype)
 
 
 def gamma(shape, alpha, dtype=None, seed=None):
     """Gamma(alpha, 1) samples."""
-    return _out(_host_rng(seed).gamma(alpha, 1.0, size=tuple(shape)), dtype)
+    return _out(_host_rng(seed, "gamma").gamma(alpha, 1.0, size=tuple(shape)), dtype)
 
 
 def beta(shape, alpha, beta, dtype=None, seed=None):  # noqa: A002  (Keras's argument name)
     """Beta(alpha, beta) samples."""
-    return _out(_host_rng(seed).beta(alpha, beta, size=tuple(shape)), dtype)
+    return _out(_host_rng(seed, "beta").beta(alpha, beta, size=tuple(shape)), dtype)
 
 
 def binomial(shape, counts, probabilities, dtype=None, seed=None):
     """Binomial(counts, probabilities) samples (float dtype, as Keras)."""
-    return _out(_host_rng(seed).binomial(counts, probabilities, size=tuple(shape)), dtype)
+    rng = _host_rng(seed, "binomial")
+    return _out(rng.binomial(counts, probabilities, size=tuple(shape)), dtype)
 
 
 def dropout(inputs, rate, noise_shape=None, seed=None):
@@ -164,7 +171,7 @@ def dropout(inputs, rate, noise_shape=None, seed=None):
     x = ops.convert_to_tensor(inputs)
     shape = tuple(x.shape) if noise_shape is None else tuple(
         d if d is not None else s for d, s in zip(noise_shape, x.shape))
-    keep = _host_rng(seed).random(shape) >= rate
+    keep = _host_rng(seed, "dropout").random(shape) >= rate
     mask = x.backend.asarray((keep / (1 - rate)).astype(x.dtype))
     return ops.multiply(x, constant(mask, x.backend))
 
@@ -172,7 +179,7 @@ def dropout(inputs, rate, noise_shape=None, seed=None):
 def shuffle(x, axis=0, seed=None):
     """``x`` with its slices along ``axis`` in a random order."""
     x = ops.convert_to_tensor(x)
-    perm = _host_rng(seed).permutation(x.shape[axis])
+    perm = _host_rng(seed, "shuffle").permutation(x.shape[axis])
     return ops.take(x, perm, axis=axis)
 
 

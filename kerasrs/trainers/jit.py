@@ -8,8 +8,8 @@ batch is a signature of its own (or, with ``fit(pad_last_batch=True)``, the padd
 
 What stays on the host, exactly as in eager mode: the data pipeline, callbacks, the loss mean
 and the compiled metrics (updated from the step's outputs: the loss, each output's loss and
-the predictions), ``steps_per_execution`` (accepted and ignored, as eagerly: one step per
-call) and saving (the programs update the model's and the optimizer's variables in place).
+the predictions), ``steps_per_execution`` (the batch callbacks run once per execution, as
+eagerly; each step is replayed by itself) and saving (the programs update the model's and the optimizer's variables in place).
 In the graph: the forward pass in training mode (dropout masks drawn from the eager stream,
 BatchNormalization's moving statistics as graph updates, masks and mixed-precision casts as
 ops), ``compute_loss``, the gradients and the optimizer's update (its rule in
@@ -21,9 +21,10 @@ a difference means the step computes something outside recorded ops from the dat
 the raw arrays, random numbers drawn on the host, a branch on a tensor's value), which a replay
 would freeze. What the tracer cannot capture (an unregistered op, a host read of a traced
 value, a value computed outside recorded ops where the graph needs a traced one, an optimizer
-without a graph rule, or such a difference) raises `kerasrs.graph.TraceError` naming it under
-``jit_compile=True``; under ``"auto"`` that kind of step runs eagerly from then on, after one
-warning naming it. Tracing draws no random numbers the eager run would not (the host streams
+without a graph rule, random numbers drawn on the host by `kerasrs.random`, or such a
+difference) raises `kerasrs.graph.TraceError` naming it (the op, and the layer whose call made
+it by name and class) under ``jit_compile=True``; under ``"auto"`` that kind of step runs
+eagerly from then on, after one warning naming it. Tracing draws no random numbers the eager run would not (the host streams
 are put back).
 
 Not traced (they run eagerly): an overridden ``train_step``/``test_step``/``predict_step``
@@ -343,13 +344,13 @@ def _check_same(first, second, kind):
     for i, (a, b) in enumerate(zip(first.nodes, second.nodes)):
         if a != b:
             what = f"{a.op} at {a.site}" if a.op != "constant" else \
-                f"a constant used at {second.nodes[i + 1].site if i + 1 < len(second) else '?'}"
+                f"a constant made at {a.site}"
             raise tracing.TraceError(
                 f"kerasrs.graph: the {kind} step's graph differs between two batches at node "
                 f"%{i} ({what}): the step computes it outside recorded ops from the values (on "
                 f"the raw arrays, from random numbers drawn on the host, or by Python control "
                 f"flow on a tensor), so a replay would freeze it. Received: {a.op} then {b.op}",
-                f"{a.op} at {a.site}")
+                what)
     raise tracing.TraceError(f"kerasrs.graph: the {kind} step's graph differs between two "
                              f"batches ({len(first)} then {len(second)} nodes, outputs "
                              f"{list(first.outputs)} then {list(second.outputs)}).",

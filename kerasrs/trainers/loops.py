@@ -16,6 +16,7 @@ def fit(run):
     """
     model, cbs, dist, batches = run.model, run.callbacks, run.distribution, run.batches
     interrupted = None
+    per_execution = _steps_per_execution(model)
     cbs.on_train_begin()
     # a BackupAndRestore callback sets where a resumed fit starts
     initial_epoch = model.__dict__.pop("_initial_epoch", None) or run.initial_epoch
@@ -30,8 +31,9 @@ def fit(run):
             epoch_batches = batches.epoch()
             if run.pad_size is not False:
                 epoch_batches = epoch_iterator.pad_batches(epoch_batches, run.pad_size)
+            ended = -1  # the last step whose on_train_batch_end ran
             for step, batch in enumerate(epoch_batches):
-                if run.hooks:
+                if run.hooks and step % per_execution == 0:
                     cbs.on_train_batch_begin(step)
                 try:
                     out = run.step(*dist.shard_step(batch))  # data-parallel: this process's rows
@@ -41,12 +43,16 @@ def fit(run):
                     out = model.get_metrics_result()
                 if run.custom:
                     step_logs = out
-                if run.hooks:
+                if run.hooks and ((step + 1) % per_execution == 0 or model.stop_training):
                     cbs.on_train_batch_end(step, step_logs if run.custom else
                                            model.get_metrics_result())
+                    ended = step
                 sigint.requested = dist.any(sigint.requested)  # all processes stop together
                 if model.stop_training or sigint.requested:
                     break
+            if run.hooks and ended < step:  # a shorter last execution (or an interrupted one)
+                cbs.on_train_batch_end(step, step_logs if run.custom else
+                                       model.get_metrics_result())
             if sigint.requested:
                 break  # Ctrl-C: the unfinished epoch is not logged
             if batches.exhausted and step < 0:
@@ -93,16 +99,18 @@ def evaluate(run):
     hooks = callbacks.wants_batch_hooks("test")
     if dist is not None:  # data-parallel validation: every process in step
         hooks = dist.any(hooks)
-    logs = None
+    logs, per_execution, step = None, _steps_per_execution(model), -1
     for step, batch in enumerate(run.batches.epoch()):
         x, y, sample_weight = batch if dist is None else dist.shard_batch(batch)
-        if hooks:
+        if hooks and step % per_execution == 0:
             callbacks.on_test_batch_begin(step)
         out = run.step(x, y, sample_weight)
         if run.custom:
             logs = out
-        if hooks:
+        if hooks and (step + 1) % per_execution == 0:
             callbacks.on_test_batch_end(step, logs if run.custom else model.get_metrics_result())
+    if hooks and (step + 1) % per_execution != 0:  # a shorter last execution
+        callbacks.on_test_batch_end(step, logs if run.custom else model.get_metrics_result())
     if logs is None:
         logs = model.get_metrics_result()
     callbacks.on_test_end(logs)
@@ -128,6 +136,13 @@ def predict(run):
         run.close()
     cbs.on_predict_end()
     return outputs
+
+
+def _steps_per_execution(model):
+    """``compile``'s ``steps_per_execution`` (1 if not compiled): the batch callbacks of fit and
+    evaluate run once per that many batches, as Keras runs them once per execution."""
+    config = getattr(model, "_compile_config", None) or {}
+    return max(1, int(config.get("steps_per_execution") or 1))
 
 
 def _validation_stops(epoch, batches):

@@ -89,8 +89,10 @@ class Trainer:
                 traces and falls back to eager steps, with one warning, where it must.
                 False: eager.
             run_eagerly: True runs eagerly whatever ``jit_compile`` says.
-            steps_per_execution: accepted for Keras compatibility; kerasrs runs one step per
-                call (callbacks see every batch).
+            steps_per_execution: int, the batches per execution: the batch callbacks of
+                ``fit`` and ``evaluate`` run once per execution, as in Keras
+                (``on_*_batch_begin`` with its first batch's index, ``on_*_batch_end`` with
+                its last's); the steps themselves still run one by one.
 
         Raises:
             ValueError: for an unknown optimizer, loss or metric (listing the valid names), or

@@ -8,13 +8,22 @@ a deterministic transform (`transform`, reusable with chosen parameters); in inf
 repeats its augmentations run after run; without it, from NumPy's global generator (seeded by
 `kerasrs.utils.set_random_seed`). Images are ``(batch, H, W, C)`` or ``(H, W, C)``
 (``data_format="channels_last"``; "channels_first" is accepted too).
+
+`RandomFlip`, `RandomContrast` and `RandomBrightness` compute in kerasrs ops and draw from a
+`kerasrs.random.SeedGenerator` (its ``seed``, or one drawn from the stream ``set_random_seed``
+seeds) through a graph op, so ``compile(jit_compile=True)`` traces them and a replayed step
+augments each batch anew, as eagerly. The others transform the raw arrays on the host: a traced
+training step that holds one is refused, naming the layer (inference passes the images through
+in ops, so ``predict`` and ``evaluate`` still trace).
 """
 
 import math
 
 import numpy as np
 
+from kerasrs import ops, random
 from kerasrs.layers.base import Layer
+from kerasrs.layers.core import random_draw
 from kerasrs.layers.preprocessing import image
 from kerasrs.ops.core import constant
 
@@ -40,6 +49,9 @@ class _RandomImageLayer(Layer):
 
     def call(self, inputs, training=True):
         x, undo = image.to_nhwc(self.name, inputs, self.data_format)
+        if not training and type(self).inference is _RandomImageLayer.inference:
+            return ops.cast(inputs, self.compute_dtype)  # in ops: an inference graph traces
+        inputs._report_host_read(f"{type(self).__name__}'s transform of the raw images")
         x = x.astype(self.compute_dtype)
         if training:
             x = self.transform(inputs.backend.xp, x, self.draw(self._generator(), x.shape))
@@ -75,6 +87,33 @@ class _FixedImageLayer(_RandomImageLayer):
         return config
 
 
+class _TracedImageLayer(_RandomImageLayer):
+    """An augmentation in kerasrs ops, with one random number per image from the layer's
+    `kerasrs.random.SeedGenerator` (`kerasrs.layers.core.random_draw`): a graph traces it.
+    Subclasses define ``augment(x, u, height_axis)``: ``u`` holds the draws in [0, 1), shaped
+    to broadcast against the images ``x``."""
+
+    def __init__(self, seed=None, data_format=None, **kwargs):
+        super().__init__(seed, data_format, **kwargs)
+        self.seed_generator = random.SeedGenerator(seed)
+
+    def call(self, inputs, training=True):
+        image.to_nhwc(self.name, inputs, self.data_format)  # the rank check
+        x = ops.cast(inputs, self.compute_dtype)
+        if not training:
+            return x
+        batched = x.ndim == 4
+        n = x.shape[0] if batched else 1
+        u = random_draw(self.seed_generator, "uniform", (n,), "float32", x.backend)
+        u = ops.reshape(u, (n, 1, 1, 1) if batched else ())
+        height_axis = (2 if self.data_format == "channels_first" else 1) - (not batched)
+        return self.augment(x, u, height_axis)
+
+    def between(self, u, low, high, dtype):
+        """``u`` mapped from [0, 1) to [low, high), as ``dtype``."""
+        return ops.cast(ops.add(ops.multiply(u, high - low), low), dtype)
+
+
 def _factor_pair(who, name, factor, low=-1.0, high=1.0):
     """``(lower, upper)`` from a float ``f`` (``(-|f|, |f|)``) or a pair (sorted)."""
     if isinstance(factor, (tuple, list)) and len(factor) == 2:
@@ -90,7 +129,7 @@ def _factor_pair(who, name, factor, low=-1.0, high=1.0):
     return pair
 
 
-class RandomFlip(_RandomImageLayer):
+class RandomFlip(_TracedImageLayer):
     """Flips each image, with probability 1/2, left-right, up-down, or both (one decision per
     image, as Keras 3 draws it).
 
@@ -109,6 +148,14 @@ class RandomFlip(_RandomImageLayer):
         image.check_choice(self.name, "mode", mode, ("horizontal", "vertical",
                                                      "horizontal_and_vertical"))
         self.mode = mode
+
+    def augment(self, x, u, height_axis):
+        flipped = x
+        if self.mode != "vertical":
+            flipped = ops.flip(flipped, height_axis + 1)
+        if self.mode != "horizontal":
+            flipped = ops.flip(flipped, height_axis)
+        return ops.where(ops.less_equal(u, 0.5), flipped, x)
 
     def draw(self, rng, shape):
         return {"flips": rng.random(shape[0]) <= 0.5}
@@ -267,7 +314,7 @@ def _value_range(who, value_range):
     return tuple(float(v) for v in value_range)
 
 
-class RandomContrast(_RandomImageLayer):
+class RandomContrast(_TracedImageLayer):
     """Scales each image's deviation from its per-channel mean by a random factor:
     ``clip((x - mean) * c + mean, *value_range)``.
 
@@ -289,6 +336,12 @@ class RandomContrast(_RandomImageLayer):
                              f"factor={factor!r}")
         self.value_range = _value_range(self.name, value_range)
 
+    def augment(self, x, u, height_axis):
+        factor = self.between(u, 1.0 - self._range[0], 1.0 + self._range[1], x.dtype)
+        mean = ops.mean(x, axis=(height_axis, height_axis + 1), keepdims=True)
+        return ops.clip(ops.add(ops.multiply(ops.subtract(x, mean), factor), mean),
+                        *self.value_range)
+
     def draw(self, rng, shape):
         return {"contrast": rng.uniform(1.0 - self._range[0], 1.0 + self._range[1], shape[0])}
 
@@ -302,7 +355,7 @@ class RandomContrast(_RandomImageLayer):
                 "value_range": list(self.value_range)}
 
 
-class RandomBrightness(_RandomImageLayer):
+class RandomBrightness(_TracedImageLayer):
     """Adds a random offset to each image: ``clip(x + d * (high - low), low, high)`` with
     ``d`` drawn from the factor range and ``(low, high)`` the value range.
 
@@ -323,6 +376,11 @@ class RandomBrightness(_RandomImageLayer):
         self.factor = factor
         self._range = _factor_pair(self.name, "factor", factor)
         self.value_range = _value_range(self.name, value_range)
+
+    def augment(self, x, u, height_axis):
+        span = self.value_range[1] - self.value_range[0]
+        delta = self.between(u, self._range[0] * span, self._range[1] * span, x.dtype)
+        return ops.clip(ops.add(x, delta), *self.value_range)
 
     def draw(self, rng, shape):
         span = self.value_range[1] - self.value_range[0]

@@ -52,6 +52,7 @@ class _MixingLayer(_RandomImageLayer):
         if not training:
             return inputs
         images = inputs["images"]
+        images._report_host_read(f"{type(self).__name__}'s mixing of the raw images")
         x, undo = image.to_nhwc(self.name, images, self.data_format)
         xp, backend = images.backend.xp, images.backend
         x = x.astype(self.compute_dtype)
