@@ -235,7 +235,7 @@ def combine_masks(own, carried, values, who):
     if carried is None:
         return own
     xp = values.backend.xp
-    mask = xp.asarray(getattr(carried, "data", carried)).astype(bool)
+    mask = xp.asarray(autodiff.raw(carried)).astype(bool)
     while mask.ndim > values.ndim and mask.shape[-1] == 1:
         mask = mask[..., 0]
     try:
@@ -244,7 +244,7 @@ def combine_masks(own, carried, values, who):
         raise ValueError(f"{who}: the mask carried by y_pred has shape {tuple(mask.shape)}, which "
                          f"does not fit the per-sample loss values of shape {values.shape}. "
                          f"Received: mask shape {tuple(mask.shape)}") from None
-    return mask if own is None else xp.logical_and(mask, getattr(own, "data", own))
+    return mask if own is None else xp.logical_and(mask, autodiff.raw(own))
 
 
 def _snake_case(name):

@@ -45,8 +45,8 @@ class RunningMean(metrics_base.Metric):
     def update_state(self, values, sample_weight=None):
         """As Keras's ``Mean``: a scalar counts once (or ``sample_weight`` times); an array of
         shape ``(batch, ...)`` counts one sample per row."""
-        raw = getattr(values, "data", values)
-        weight = getattr(sample_weight, "data", sample_weight)
+        raw = autodiff.raw(values)
+        weight = autodiff.raw(sample_weight)
         if np.ndim(raw) == 0 and np.ndim(weight) == 0:
             self.add(float(raw), 1.0 if weight is None else float(weight))
             return
@@ -95,7 +95,7 @@ def loss_mean(value, what):
     Raises:
         ValueError: if ``value`` is empty.
     """
-    raw = getattr(value, "data", value)
+    raw = autodiff.raw(value)
     if getattr(raw, "size", 1) == 0:
         raise ValueError(f"Model: `{what}` returned an empty loss. Received: a value of "
                          f"shape {tuple(raw.shape)}")

@@ -180,6 +180,33 @@ def test_at_most_one_device_read_per_logged_step(cupy_standin):
     assert _copies_per_step(("accuracy",), batch_logs=True)["d2h"] == 2  # one per mean
 
 
+def test_loss_mean_on_the_device(cupy_standin):
+    """The loss tracker keeps a device total (read by `result`), which a data-parallel fit
+    still sums over the processes as a metric state."""
+    from kerasrs.distribution import data_parallel
+    from kerasrs.trainers import compile_utils
+
+    tracker = compile_utils.RunningMean("loss")
+    tracker.add(compile_utils.loss_mean(cupy_standin.asarray(np.array([1.0, 3.0], "f4")), "l"), 4)
+    tracker.add(compile_utils.loss_mean(cupy_standin.asarray(np.array(5.0, "f4")), "l"), 2)
+    assert isinstance(tracker.total, cupy_standin.ndarray) and tracker.total.dtype == np.float64
+    assert [name for _, name in data_parallel._metric_states(tracker)] == ["total", "count"]
+    standin.reset_stats()
+    assert tracker.result() == 3.0 and standin.stats["d2h"] == 1
+
+
+def test_raw_device_arrays_are_values_not_pointers(cupy_standin):
+    """A CuPy array's ``.data`` is its memory pointer: places that took ``getattr(x, "data",
+    x)`` for a Tensor's array read the pointer of a raw device array (`autodiff.raw`)."""
+    step = cupy_standin.asarray(np.array(10.0))
+    schedule = kerasrs.optimizers.schedules.ExponentialDecay(0.1, decay_steps=10,
+                                                              decay_rate=0.5)
+    assert float(schedule(step)) == pytest.approx(0.05)
+    with backend_module.using("cupy"):
+        filled = ops.full((2,), cupy_standin.asarray(np.array(3.0, "f4")))
+        np.testing.assert_array_equal(filled.numpy(), [3.0, 3.0])
+
+
 @pytest.mark.parametrize("where", ["host", "device"])
 @pytest.mark.parametrize("bad,match", [(5, r"labels must be in \[0, 5\)"),
                                        (-1, r"labels must be in \[0, 5\)"),
