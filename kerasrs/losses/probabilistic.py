@@ -9,8 +9,7 @@ nats, one per sample (the class axis is reduced).
 
 import numpy as np
 
-from kerasrs import autodiff, ops
-from kerasrs import backend as backend_module
+from kerasrs import ops
 from kerasrs.losses import base
 
 EPSILON = 1e-7
@@ -100,7 +99,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     """
     y_pred = base.float_tensor(y_pred)
     y_true = base.to_tensor_like(y_true, y_pred) if ignore_class is not None else \
-        _labels_tensor(y_true, y_pred)
+        base.labels_tensor(y_true, y_pred)
     if y_true.ndim == y_pred.ndim and y_true.shape[-1] == 1:
         y_true = ops.squeeze(y_true, -1)
     if ignore_class is None:
@@ -116,16 +115,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     return losses
 
 
-def _labels_tensor(y_true, y_pred):
-    """Class ids as a Tensor: a host array stays on the host, where the op checks their range
-    before copying them to ``y_pred``'s device (no device read per step); anything else goes
-    to ``y_pred``'s backend."""
-    host = backend_module.get("numpy")
-    if isinstance(y_true, np.ndarray):
-        return autodiff.Tensor(y_true, backend=host)
-    if isinstance(y_true, autodiff.Tensor) and y_true.backend is host:
-        return y_true
-    return base.to_tensor_like(y_true, y_pred)
+sparse_categorical_crossentropy.takes_class_ids = True  # see LossFunctionWrapper
 
 
 def kl_divergence(y_true, y_pred):
@@ -223,11 +213,6 @@ class SparseCategoricalCrossentropy(base.LossFunctionWrapper):
         super().__init__(sparse_categorical_crossentropy, reduction=reduction, name=name,
                          dtype=dtype, from_logits=from_logits, ignore_class=ignore_class)
         self.from_logits = from_logits
-
-    def convert_inputs(self, y_true, y_pred):
-        """As `Loss.convert_inputs`; labels from the host stay there (`_labels_tensor`)."""
-        y_pred = base.float_tensor(y_pred, self._dtype)
-        return _labels_tensor(y_true, y_pred), y_pred
 
 
 class KLDivergence(base.LossFunctionWrapper):
