@@ -273,6 +273,12 @@ def _python_int_dtype(probe):
     return np.dtype("int32")
 
 
+def raw(x):
+    """The backend array inside a Tensor (or Variable); anything else as it is. (Not
+    ``getattr(x, "data", x)``: a CuPy array's ``.data`` is its memory pointer.)"""
+    return x.data if isinstance(x, Tensor) else x
+
+
 def convert_to_tensor(x, dtype=None):
     """A `Tensor` from a Tensor, backend array, NumPy array, list or scalar (Keras's name)."""
     if isinstance(x, Tensor) and dtype is None:

@@ -333,15 +333,22 @@ def _check_losses(model):
 
 def _metric_states(metric):
     """The additive state of a metric (or of each metric in a container such as
-    ``compile_metrics``): its `Variable`s, or the Python-float ``total``/``count`` of the loss
-    trackers, as ``(owner, attribute)`` pairs."""
+    ``compile_metrics``): its `Variable`s, or the plain ``total``/``count`` of the loss
+    trackers (a Python float, or a device scalar on a GPU), as ``(owner, attribute)`` pairs."""
     inner = getattr(metric, "metrics", None)
     if isinstance(inner, list):
         return [s for m in inner for s in _metric_states(m)]
     states = [(v, None) for v in getattr(metric, "variables", [])]
     states += [(metric, name) for name in ("total", "count")
-               if isinstance(getattr(metric, name, None), float)]
+               if _is_plain_state(getattr(metric, name, None))]
     return states
+
+
+def _is_plain_state(value):
+    if isinstance(value, float):
+        return True
+    return value is not None and not isinstance(value, autodiff.Tensor) and \
+        backend_module.backend_of(value).is_array(value)
 
 
 def _read_state(state):

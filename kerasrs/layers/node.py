@@ -202,7 +202,7 @@ def _attach_symbolic_masks(layer, args, kwargs, outputs):
     for out, eager in zip(autodiff._flatten(outputs), probed):
         mask = getattr(eager, "_keras_mask", None)
         if mask is not None and isinstance(out, SymbolicTensor):
-            shape = tuple(np.shape(getattr(mask, "data", mask)))
+            shape = tuple(np.shape(autodiff.raw(mask)))
             batch = out.shape[0] if out.shape else None
             out._keras_mask = SymbolicTensor((batch,) + shape[1:], "bool")
 

@@ -48,6 +48,18 @@ def to_tensor_like(x, ref, dtype=None):
     return x
 
 
+def labels_tensor(y_true, y_pred):
+    """Class ids as a Tensor: a host array stays on the host, where the op checks their range
+    before copying them to ``y_pred``'s device (no device read per step); anything else goes
+    to ``y_pred``'s backend."""
+    host = backend_module.get("numpy")
+    if isinstance(y_true, np.ndarray):
+        return autodiff.Tensor(y_true, backend=host)
+    if isinstance(y_true, autodiff.Tensor) and y_true.backend is host:
+        return y_true
+    return to_tensor_like(y_true, y_pred)
+
+
 def float_tensor(y_pred, dtype=None):
     """``y_pred`` as a float Tensor: cast to ``dtype`` if given, non-floats to ``floatx()`` and
     half precision (mixed-precision outputs) to float32, so losses accumulate in float32."""
@@ -192,6 +204,15 @@ class LossFunctionWrapper(Loss):
         self.fn = fn
         self._fn_kwargs = kwargs
 
+    def convert_inputs(self, y_true, y_pred):
+        """As `Loss.convert_inputs`, except that class ids for a function that takes them
+        (``fn.takes_class_ids``: the sparse cross-entropy) stay on the host when they come
+        from there (`labels_tensor`)."""
+        if not getattr(self.fn, "takes_class_ids", False):
+            return super().convert_inputs(y_true, y_pred)
+        y_pred = float_tensor(y_pred, self._dtype)
+        return labels_tensor(y_true, y_pred), y_pred
+
     def call(self, y_true, y_pred):
         y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
         return self.fn(y_true, y_pred, **self._fn_kwargs)
@@ -235,7 +256,7 @@ def combine_masks(own, carried, values, who):
     if carried is None:
         return own
     xp = values.backend.xp
-    mask = xp.asarray(getattr(carried, "data", carried)).astype(bool)
+    mask = xp.asarray(autodiff.raw(carried)).astype(bool)
     while mask.ndim > values.ndim and mask.shape[-1] == 1:
         mask = mask[..., 0]
     try:
@@ -244,7 +265,7 @@ def combine_masks(own, carried, values, who):
         raise ValueError(f"{who}: the mask carried by y_pred has shape {tuple(mask.shape)}, which "
                          f"does not fit the per-sample loss values of shape {values.shape}. "
                          f"Received: mask shape {tuple(mask.shape)}") from None
-    return mask if own is None else xp.logical_and(mask, getattr(own, "data", own))
+    return mask if own is None else xp.logical_and(mask, autodiff.raw(own))
 
 
 def _snake_case(name):

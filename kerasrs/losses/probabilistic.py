@@ -98,7 +98,8 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
             outside ``[0, classes)``.
     """
     y_pred = base.float_tensor(y_pred)
-    y_true = base.to_tensor_like(y_true, y_pred)
+    y_true = base.to_tensor_like(y_true, y_pred) if ignore_class is not None else \
+        base.labels_tensor(y_true, y_pred)
     if y_true.ndim == y_pred.ndim and y_true.shape[-1] == 1:
         y_true = ops.squeeze(y_true, -1)
     if ignore_class is None:
@@ -112,6 +113,9 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     losses = ops.where(valid, losses, 0.0)
     losses._keras_mask = valid
     return losses
+
+
+sparse_categorical_crossentropy.takes_class_ids = True  # see LossFunctionWrapper
 
 
 def kl_divergence(y_true, y_pred):

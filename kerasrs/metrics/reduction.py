@@ -7,6 +7,7 @@ full batch.
 """
 
 from kerasrs import autodiff, losses
+from kerasrs import backend as backend_module
 from kerasrs.metrics import base
 
 # The per-sample metric functions by name (``accuracy``, ``mean_absolute_error``, ...) that
@@ -27,6 +28,15 @@ def lookup_function(name):
     if fn is None:
         raise ValueError(f"metrics: unknown metric function {name!r}. Received: {name!r}")
     return fn
+
+
+def add_to(variable, amount):
+    """``variable += amount`` where ``variable`` lives: a sum on the same device is added there
+    (a GPU's metrics are read once per log, not once per batch); one from another backend is
+    read as a Python float."""
+    if backend_module.backend_of(amount) is not backend_module.backend_of(variable.data):
+        amount = float(amount)
+    variable.data += amount
 
 
 def reduce_to_samplewise(values, sample_weight, reduce="mean"):
@@ -69,7 +79,7 @@ class Sum(base.Metric):
 
     def update_state(self, values, sample_weight=None):
         values, _ = reduce_to_samplewise(base.raw(values), sample_weight, reduce="sum")
-        self.total.data += float(values.sum())
+        add_to(self.total, values.sum())
 
     def result(self):
         return self.result_tensor(self.total.data)
@@ -94,15 +104,16 @@ class Mean(base.Metric):
 
     def update_state(self, values, sample_weight=None):
         values, weight = reduce_to_samplewise(base.raw(values), sample_weight)
-        self.total.data += float(values.sum())
+        add_to(self.total, values.sum())
         if weight is not None:
-            self.count.data += float(weight.sum())
+            add_to(self.count, weight.sum())
         else:
             self.count.data += values.shape[0] if values.ndim else 1
 
     def result(self):
-        count = float(self.count.data)
-        return self.result_tensor(float(self.total.data) / count if count else 0.0)
+        total, count = backend_module.convert_to_numpy(  # one read from a device
+            base.xp_of(self.total.data).stack([self.total.data, self.count.data])).tolist()
+        return self.result_tensor(total / count if count else 0.0)
 
 
 class MeanMetricWrapper(Mean):

@@ -58,11 +58,11 @@ class _Attention(Function):
         self.qh = q.transpose(0, 2, 1, 3)  # (B, N, T, H) views, no copies
         self.kh, self.vh = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
         s = self._scores(xp)
-        if not self._softmax_shifted_by_block_max(xp, s):
+        if xp is not np:  # a GPU: the block-max shortcut's check would read the device
+            self._softmax_shifted_by_row_max(xp, s)
+        elif not self._softmax_shifted_by_block_max(xp, s):
             s = self._scores(xp)
-            s -= s.max(axis=-1, keepdims=True)
-            xp.exp(s, out=s)
-            s /= xp.matmul(s, xp.ones((s.shape[-1], 1), s.dtype))  # row sums as a GEMV
+            self._softmax_shifted_by_row_max(xp, s)
         if self.mask is not None:
             s *= self.mask
         self.p = s
@@ -79,6 +79,13 @@ class _Attention(Function):
         if self.mask is not None:
             s += xp.where(self.mask, 0.0, large_negative(s.dtype)).astype(s.dtype)
         return s
+
+    @staticmethod
+    def _softmax_shifted_by_row_max(xp, s):
+        """Softmax over the last axis in place, shifted by each row's maximum."""
+        s -= s.max(axis=-1, keepdims=True)
+        xp.exp(s, out=s)
+        s /= xp.matmul(s, xp.ones((s.shape[-1], 1), s.dtype))  # row sums as a GEMV
 
     def _softmax_shifted_by_block_max(self, xp, s):
         """Softmax over the last axis in place, shifted by each head's (T, S) block maximum:

@@ -10,6 +10,7 @@ import numpy as np
 
 from kerasrs import context
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+from kerasrs.autodiff import raw  # noqa: F401  (ops.core.raw: the ops' name for it)
 from kerasrs.backend import numpy_dtype
 from kerasrs.backend.dtypes import INDEX, result_dtype
 from kerasrs.ops.dispatch import op
@@ -32,11 +33,6 @@ def constant(data, backend):
         for tracer in tracers:
             tracer.declare_constant(t.data)
     return t
-
-
-def raw(x):
-    """The backend array inside a Tensor (or the value itself)."""
-    return x.data if isinstance(x, Tensor) else x
 
 
 def indices(array, backend):

@@ -116,7 +116,7 @@ def full(shape, fill_value, dtype=None):
     """A Tensor of ``shape`` filled with ``fill_value``; ``dtype`` defaults to floatx for a
     Python float, the value's dtype for an array, int64/bool for Python ints/bools."""
     be = backend_module.get()
-    value = getattr(fill_value, "data", fill_value)
+    value = core.raw(fill_value)
     if dtype is None:
         dtype = value.dtype if hasattr(value, "dtype") else None if isinstance(value, float) \
             else np.asarray(value).dtype
@@ -144,7 +144,7 @@ def ones_like(x, dtype=None):
 @op
 def full_like(x, fill_value, dtype=None):
     """``fill_value`` with the shape of ``x`` and its dtype (or ``dtype``)."""
-    value = getattr(fill_value, "data", fill_value)
+    value = core.raw(fill_value)
     return _like(x, dtype, lambda xp, s, d: xp.full(s, xp.asarray(value), d))
 
 

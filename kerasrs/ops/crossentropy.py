@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.ops import core
 from kerasrs.ops import layout as shape
@@ -178,18 +179,8 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
         output = shape.transpose(output, perm)
     classes = output.shape[-1]
     labels = target.data if target.backend is output.backend else target.numpy()
+    _check_label_range(op, labels, classes)  # host labels: before the copy, no device read
     labels = output.backend.asarray(labels)  # on output's device
-    if labels.size:
-        xp = output.backend.xp  # one host read for both bounds (a device sync on a GPU)
-        low, high = (float(v) for v in output.backend.to_numpy(
-            xp.stack([labels.min(), labels.max()])))  # a NaN propagates into both
-        if not (math.isfinite(low) and math.isfinite(high)):
-            bad = "NaN" if math.isnan(low) or math.isnan(high) else "infinity"
-            raise ValueError(f"{op}: labels contain {bad}; class ids must be finite integers in "
-                             f"[0, {classes}). Received: labels from {low} to {high}")
-        if int(low) < 0 or int(high) >= classes:
-            raise ValueError(f"{op}: labels must be in [0, {classes}). Received: labels from "
-                             f"{int(low)} to {int(high)}")
     if labels.dtype != np.int64 and target.backend is output.backend:
         labels = ops_math.cast(target, "int64").data  # an op: a traced step casts every batch
     labels = labels.astype("int64", copy=False)
@@ -200,6 +191,23 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
     rows = log_p.backend.xp.arange(flat.size)
     picked = core.getitem(shape.reshape(log_p, (-1, classes)), (rows, flat))
     return -shape.reshape(picked, target.shape)
+
+
+def _check_label_range(op, labels, classes):
+    """Raise ValueError unless every label is finite and in ``[0, classes)``. On a device
+    this is one read for both bounds (a device sync on a GPU)."""
+    if not labels.size:
+        return
+    backend = backend_module.backend_of(labels)
+    low, high = (float(v) for v in backend.to_numpy(
+        backend.xp.stack([labels.min(), labels.max()])))  # a NaN propagates into both
+    if not (math.isfinite(low) and math.isfinite(high)):
+        bad = "NaN" if math.isnan(low) or math.isnan(high) else "infinity"
+        raise ValueError(f"{op}: labels contain {bad}; class ids must be finite integers in "
+                         f"[0, {classes}). Received: labels from {low} to {high}")
+    if int(low) < 0 or int(high) >= classes:
+        raise ValueError(f"{op}: labels must be in [0, {classes}). Received: labels from "
+                         f"{int(low)} to {int(high)}")
 
 
 def _same_shape(op, a, b):

@@ -146,7 +146,7 @@ class _CustomGradient(autodiff.Function):
                              "arguments. Received: gradients of shapes "
                              f"{[None if g is None else tuple(np.shape(g)) for g in grads]}")
         return tuple(None if g is None else
-                     self.backend.asarray(getattr(g, "data", g), dtype=x.dtype)
+                     self.backend.asarray(autodiff.raw(g), dtype=x.dtype)
                      for g, x in zip(grads, self.inputs))
 
     def _upstream(self, gy):

@@ -4,6 +4,7 @@
 
 import numpy as np
 
+from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.ops.core import axis_index, getitem
 from kerasrs.ops.dispatch import op
@@ -168,7 +169,7 @@ def repeat(x, repeats, axis=None):
         repeats = int(repeats)
         bad = repeats < 0
     else:
-        repeats = np.asarray(getattr(repeats, "data", repeats)).astype("int64")
+        repeats = backend_module.convert_to_numpy(repeats).astype("int64")
         bad = repeats.shape not in ((shape[ax],), (1,)) or (repeats < 0).any()
         repeats = int(repeats[0]) if repeats.shape == (1,) else repeats.tolist()
     if bad:

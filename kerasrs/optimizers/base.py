@@ -224,7 +224,7 @@ class Optimizer:
         if isinstance(lr, autodiff.Variable):
             return float(lr.data)
         value = lr()
-        return float(getattr(value, "data", value))
+        return float(autodiff.raw(value))
 
     # -- applying gradients ----------------------------------------------------------------------
     def apply_gradients(self, grads_and_vars):

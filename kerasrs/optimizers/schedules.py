@@ -8,7 +8,7 @@ in float64 and returned as Python floats; the optimizer casts them to each varia
 
 import math
 
-from kerasrs import registry
+from kerasrs import autodiff, registry
 
 
 class LearningRateSchedule:
@@ -27,7 +27,7 @@ class LearningRateSchedule:
 
 def _step(step):
     """The step as a float, from an int, a NumPy/CuPy 0-d array, a Tensor or a Variable."""
-    return float(getattr(step, "data", step))
+    return float(autodiff.raw(step))
 
 
 def _check_positive(cls, name, value):

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from kerasrs import autodiff, losses, tree
+from kerasrs import backend as backend_module
 from kerasrs import metrics as metrics_module
 from kerasrs.metrics import base as metrics_base
 from kerasrs.metrics import reduction
@@ -27,7 +28,8 @@ class RunningMean(metrics_base.Metric):
     It is a `Metric` with Keras's ``Mean`` interface (``update_state(values,
     sample_weight=None)``, ``result()``, ``reset_state()``), so a custom ``train_step`` can
     update it like Keras's loss tracker; the state is two Python floats, so the training loop's
-    `add` costs next to nothing.
+    `add` costs next to nothing. On a GPU the total is a device scalar (`loss_mean`): the
+    loop's `add` does not wait for the device, `result` reads it once per log.
     """
 
     def __init__(self, name):
@@ -35,15 +37,16 @@ class RunningMean(metrics_base.Metric):
         self.reset_state()
 
     def add(self, value, weight):
-        """Fold in a Python float ``value`` with weight ``weight`` (the batch size)."""
-        self.total += value * weight
+        """Fold in ``value`` (a Python float or a 0-d device array) with weight ``weight`` (the
+        batch size)."""
+        self.total = value * weight + self.total
         self.count += weight
 
     def update_state(self, values, sample_weight=None):
         """As Keras's ``Mean``: a scalar counts once (or ``sample_weight`` times); an array of
         shape ``(batch, ...)`` counts one sample per row."""
-        raw = getattr(values, "data", values)
-        weight = getattr(sample_weight, "data", sample_weight)
+        raw = autodiff.raw(values)
+        weight = autodiff.raw(sample_weight)
         if np.ndim(raw) == 0 and np.ndim(weight) == 0:
             self.add(float(raw), 1.0 if weight is None else float(weight))
             return
@@ -54,7 +57,7 @@ class RunningMean(metrics_base.Metric):
         self.count += count
 
     def result(self):
-        return self.total / self.count if self.count else 0.0
+        return float(self.total) / self.count if self.count else 0.0
 
     def reset_state(self):
         self.total, self.count = 0.0, 0.0
@@ -78,7 +81,13 @@ def pythonify_logs(logs):
 
 
 def loss_value(value, what):
-    """A loss value as a Python float (for the loss mean). An unreduced loss (a `Loss` with
+    """A loss value as a Python float (for the non-finite check): `loss_mean` read."""
+    return float(loss_mean(value, what))
+
+
+def loss_mean(value, what):
+    """A loss value for the loss mean: a Python float from the host, a 0-d float64 array on
+    a device (read only when the mean is logged: no device sync per step). An unreduced loss (a `Loss` with
     ``reduction=None`` in ``compile``) counts as the mean of its values, as Keras's loss
     tracker reports it; its gradient is that of the sum (the tape seeds with ones, as
     TensorFlow does for a non-scalar target).
@@ -86,11 +95,16 @@ def loss_value(value, what):
     Raises:
         ValueError: if ``value`` is empty.
     """
-    raw = getattr(value, "data", value)
+    raw = autodiff.raw(value)
     if getattr(raw, "size", 1) == 0:
         raise ValueError(f"Model: `{what}` returned an empty loss. Received: a value of "
                          f"shape {tuple(raw.shape)}")
-    return float(raw.mean()) if getattr(raw, "size", 1) != 1 else float(raw)
+    if getattr(raw, "size", 1) != 1:
+        raw = raw.mean()
+    be = backend_module.backend_of(raw)
+    if be.name == "numpy" or not be.is_array(raw):
+        return float(raw)
+    return raw.astype("float64").reshape(())
 
 
 def get_loss(identifier, y_true, y_pred):

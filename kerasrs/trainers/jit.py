@@ -275,9 +275,9 @@ class JitSteps:
         ``_track_loss`` fold them."""
         model = self.model
         n = data_adapter.batch_size_of(x)
-        model._loss_tracker.add(compile_utils.loss_value(out["loss"], "compute_loss"), n)
+        model._loss_tracker.add(compile_utils.loss_mean(out["loss"], "compute_loss"), n)
         for k, tracker in enumerate(model._loss_trackers[1:]):
-            tracker.add(float(out[f"loss/{k}"].data), n)
+            tracker.add(compile_utils.loss_mean(out[f"loss/{k}"], "compute_loss"), n)
 
 
 def _predictions(entry, out):

@@ -259,7 +259,7 @@ class Trainer:
         step replaces this: the parts become outputs of its graph, `kerasrs.trainers.jit`)."""
         n = data_adapter.batch_size_of(x)
         for tracker, part in zip(self._loss_trackers[1:], parts):
-            tracker.add(float(part.data), n)
+            tracker.add(compile_utils.loss_mean(part, "compute_loss"), n)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Update the compiled metrics with this batch and return `get_metrics_result` (the
@@ -332,7 +332,7 @@ class Trainer:
 
     def _track_loss(self, loss, x):
         """Fold this batch's loss into the loss mean, weighted by the batch's rows."""
-        self._loss_tracker.add(compile_utils.loss_value(loss, "compute_loss"),
+        self._loss_tracker.add(compile_utils.loss_mean(loss, "compute_loss"),
                                data_adapter.batch_size_of(x))
 
     def train_step(self, data):

@@ -13,7 +13,7 @@ import numpy as np
 
 from kerasrs.layers.base import Layer
 from kerasrs.layers.preprocessing import adapt as adapt_data
-from kerasrs.ops.core import constant
+from kerasrs.ops.core import constant, raw
 
 __all__ = ["CategoryEncoding", "IntegerLookup", "StringLookup"]
 
@@ -109,7 +109,7 @@ class CategoryEncoding(Layer):
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= self.num_tokens):
             raise ValueError(f"{self.name}: ids must be in [0, {self.num_tokens}). Received: "
                              f"ids from {int(ids.min())} to {int(ids.max())}")
-        weights = getattr(count_weights, "data", count_weights)
+        weights = raw(count_weights)
         return encode(ids.astype("int64"), self.num_tokens, self.output_mode,
                       self.compute_dtype, inputs.backend, weights)
 
