@@ -123,4 +123,10 @@ def bools_as_int32(*xs):
 
 def promote_numeric(a, b):
     """`promote`, then bools as int32 (`bools_as_int32`): ``mod(True, True)`` is int32 1."""
-    return tuple(bools_as_int32(*promote(a, b)))
+    a, b = promote(a, b)
+    dtype = getattr(a, "dtype", None)
+    if dtype is None:
+        dtype = getattr(b, "dtype", None)
+    if dtype is not None and dtype.kind == "b":  # promoted: one array bool means both are
+        a, b = bools_as_int32(a, b)
+    return a, b
