@@ -199,6 +199,8 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """``x`` with NaN and infinities replaced by finite numbers (the dtype's extremes by
     default); the gradient flows to the finite entries."""
     x = convert_to_tensor(x)
+    if x.dtype.kind in "iub":  # no NaN or inf to replace: the dtype stays (as Keras)
+        return x
     big = float(np.finfo(x.dtype).max) if x.dtype.kind == "f" else 0
     x = math.where(math.isnan(x), nan, x)
     x = math.where(core.greater(x, 0) * math.isinf(x), big if posinf is None else posinf, x)

@@ -14,7 +14,8 @@ from kerasrs.autodiff import raw  # noqa: F401  (ops.core.raw: the ops' name for
 from kerasrs.backend import numpy_dtype
 from kerasrs.backend.dtypes import INDEX, result_dtype
 from kerasrs.ops.dispatch import op
-from kerasrs.ops.promotion import promote, promote_all, promote_float
+from kerasrs.ops.promotion import (
+    bools_as_int32, promote, promote_all, promote_float, promote_numeric)
 
 EPSILON = 1e-7  # Keras's backend.epsilon(): probabilities are clipped to [EPSILON, 1 - EPSILON]
 
@@ -151,7 +152,7 @@ class Divide(Function):
 
 class Power(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b = promote(a, b)
+        self.a, self.b = a, b = promote_numeric(a, b)
         self.y = self.xp.power(a, b)
         return self.y
 
@@ -220,12 +221,12 @@ def floor_divide(x1, x2):
 
 
 _floor_divide = no_gradient_op("floor_divide", lambda xp, a, b: operator.floordiv(
-    *promoted_pair(xp, a, b)))
+    *bools_as_int32(*promoted_pair(xp, a, b))))
 
 
 class Mod(Function):
     def forward(self, a, b):
-        self.a, self.b = a, b = promote(a, b)
+        self.a, self.b = a, b = promote_numeric(a, b)
         return a % b
 
     def backward(self, gy):  # a % b = a - floor(a / b) * b, differentiated where floor is flat

@@ -12,6 +12,7 @@ import numpy as np
 
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+from kerasrs.backend.dtypes import result_type
 from kerasrs.ops import core, layout
 from kerasrs.ops import math as ops_math
 from kerasrs.ops.core import constant, to_float
@@ -113,13 +114,10 @@ def ones(shape, dtype=None):
 
 @op
 def full(shape, fill_value, dtype=None):
-    """A Tensor of ``shape`` filled with ``fill_value``; ``dtype`` defaults to floatx for a
-    Python float, the value's dtype for an array, int64/bool for Python ints/bools."""
+    """A Tensor of ``shape`` filled with ``fill_value``; ``dtype`` defaults to floatx, whatever
+    the value (as Keras: ``full((2,), 7)`` is float32)."""
     be = backend_module.get()
     value = core.raw(fill_value)
-    if dtype is None:
-        dtype = value.dtype if hasattr(value, "dtype") else None if isinstance(value, float) \
-            else np.asarray(value).dtype
     shape = _shape_arg("full", shape)
     return constant(be.xp.full(shape, be.asarray(value), dtype=_dtype(dtype)), be)
 
@@ -152,13 +150,13 @@ def full_like(x, fill_value, dtype=None):
 def arange(start, stop=None, step=1, dtype=None):
     """Evenly spaced values in ``[start, stop)`` (``[0, start)`` with one argument).
 
-    ``dtype`` defaults to int64 when all arguments are ints, else floatx.
+    ``dtype`` defaults to the promotion of the arguments' dtypes (Python ints give int32,
+    a Python float floatx, as Keras).
     """
     if step == 0:
         raise ValueError("arange: step must not be 0. Received: step=0")
     if dtype is None:
-        ints = all(isinstance(v, (int, np.integer)) for v in (start, stop, step) if v is not None)
-        dtype = "int64" if ints else None
+        dtype = result_type(*(v for v in (start, stop, step) if v is not None))
     be = backend_module.get()
     start, stop = (0, start) if stop is None else (start, stop)
     return constant(be.xp.arange(start, stop, step, dtype=_dtype(dtype)), be)
@@ -259,7 +257,8 @@ def array(x, dtype=None):
 @op
 def copy(x):
     """A Tensor equal to ``x`` (the gradient flows through)."""
-    return core.multiply(convert_to_tensor(x), 1)
+    x = convert_to_tensor(x)
+    return core.multiply(x, x.dtype.type(1))  # a 1 of x's dtype: a bool copy stays bool
 
 
 @op
@@ -291,6 +290,8 @@ def tri(N, M=None, k=0, dtype=None):  # noqa: N803  (Keras's argument names)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     """``num`` evenly spaced values from ``start`` to ``stop``."""
     be = backend_module.get()
+    if dtype is None:  # Keras: the float dtype of start and stop (floatx for Python numbers)
+        dtype = result_type(start, stop, float)
     out = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, axis=axis)
     values, step = out if retstep else (out, None)
     t = constant(be.asarray(np.asarray(values, dtype=_dtype(dtype))), be)
@@ -329,8 +330,8 @@ def meshgrid(*x, indexing="xy"):
 
 @op
 def vander(x, N=None, increasing=False):  # noqa: N803
-    """Vandermonde matrix: columns are powers of ``x``."""
-    x = to_float(x)
+    """Vandermonde matrix: columns are powers of ``x``, in ``x``'s dtype (as Keras)."""
+    x = convert_to_tensor(x)
     n = x.shape[0] if N is None else N
     powers = np.arange(n) if increasing else np.arange(n)[::-1]
     return core.power(layout.expand_dims(x, -1), constant(x.backend.asarray(

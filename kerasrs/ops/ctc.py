@@ -5,6 +5,7 @@ eq. 5-16). The recursions loop over time and are vectorized over batch and label
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
+from kerasrs.backend.dtypes import INDEX, result_dtype
 from kerasrs.ops.activations import log_softmax
 from kerasrs.ops.core import constant
 from kerasrs.ops.dispatch import op
@@ -73,12 +74,13 @@ class CTCLoss(Function):
         bt = np.arange(b)[:, None].repeat(s_max, 1)
         for t in range(t_max):
             np.add.at(grad[:, t, :], (bt, ext), occ[t])
-        self.grad = -grad
-        return self.backend.asarray((-logp).astype(lp_arr.dtype))
+        self.grad, self.in_dtype = -grad, lp_arr.dtype
+        # Keras: the loss of half-precision logits is float32 (float_type of float32)
+        return self.backend.asarray((-logp).astype(result_dtype(lp_arr.dtype, "float32")))
 
     def backward(self, gy):
-        g = self.backend.asarray(self.grad.astype(gy.dtype))
-        return (g * gy[:, None, None],)
+        g = self.backend.asarray(self.grad.astype(self.in_dtype))
+        return (g * gy[:, None, None].astype(self.in_dtype),)
 
 
 @op
@@ -128,7 +130,7 @@ def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100, top_
         for i in range(b):
             seq = best[i][keep[i]]
             out[0, i, :len(seq)] = seq
-        return constant(x.backend.asarray(out), x.backend), constant(
+        return constant(x.backend.asarray(out.astype(INDEX)), x.backend), constant(
             x.backend.asarray(score[:, None]), x.backend)
     if strategy != "beam_search":
         raise ValueError(f"ctc_decode: strategy must be 'greedy' or 'beam_search'. Received: "
@@ -140,8 +142,8 @@ def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100, top_
                                                       top_paths)):
             out[k, i, :len(seq)] = seq
             scores[i, k] = score
-    return constant(x.backend.asarray(out), x.backend), constant(x.backend.asarray(scores),
-                                                                 x.backend)
+    return constant(x.backend.asarray(out.astype(INDEX)), x.backend), constant(
+        x.backend.asarray(scores), x.backend)
 
 
 def _prefix_beam(lp, beam_width, blank, top_paths):

@@ -9,19 +9,15 @@ comparisons and integer ops return Tensors that no gradient flows through.
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
-from kerasrs.ops.core import _pair, constant, no_gradient_op, promoted_pair, to_float
-from kerasrs.ops.math import Unary, _quiet, erf
+from kerasrs.ops.core import _pair, constant, no_gradient_op, promoted_pair
+from kerasrs.ops import math as ops_math
+from kerasrs.ops.math import _quiet, erf
 from kerasrs.ops.dispatch import op
-from kerasrs.ops.promotion import float_array, promote, promote_float
+from kerasrs.ops.promotion import float_array, promote, promote_float, promote_numeric
 
 
 def _unary(name, f, df, doc):
-    def fn(x):
-        return Unary(name, f, df).apply(to_float(x))  # integer input: float result, as Keras
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return op(fn)
+    return ops_math._unary(name, f, df, doc, float_valued=True)  # integers: a float result
 
 
 # -- unary, differentiable -----------------------------------------------------------------------
@@ -179,15 +175,20 @@ fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b),
                "Elementwise minimum that ignores NaN.", promote)
 fmod = _binary("fmod", lambda xp, a, b: xp.fmod(a, b), lambda xp, a, b, y: 1.0 + 0 * y,
                lambda xp, a, b, y: -xp.trunc(a / b),
-               "Elementwise C-style remainder: the sign of ``x1``.", promote)
+               "Elementwise C-style remainder: the sign of ``x1``.", promote_numeric)
 ldexp = _binary("ldexp", lambda xp, a, b: (a * xp.exp2(b)).astype(a.dtype, copy=False),
                 lambda xp, a, b, y: xp.exp2(b).astype(y.dtype, copy=False),
                 lambda xp, a, b, y: y * np.log(2.0),
                 "Elementwise ``x1 * 2**x2``, in the float dtype of ``x1``.",
                 lambda a, b: (float_array(a) if hasattr(a, "dtype") else
                               promote_float(a, 1)[0], b))  # x2 (an integer) leaves the dtype
+def _divide_no_nan(xp, a, b):
+    b = b if hasattr(b, "dtype") else xp.asarray(b, a.dtype)  # a weak scalar: the result's dtype
+    return xp.where(b == 0, 0, a / xp.where(b == 0, 1, b))
+
+
 divide_no_nan = _binary(
-    "divide_no_nan", lambda xp, a, b: xp.where(b == 0, 0, a / xp.where(b == 0, 1, b)),
+    "divide_no_nan", lambda xp, a, b: _divide_no_nan(xp, a, b),
     lambda xp, a, b, y: xp.where(b == 0, 0.0, 1 / xp.where(b == 0, 1.0, b)),
     lambda xp, a, b, y: xp.where(b == 0, 0.0, -y / xp.where(b == 0, 1.0, b)),
     "Elementwise ``x1 / x2`` with 0 where ``x2 == 0`` (gradient 0 there too).")
@@ -220,8 +221,9 @@ def _rounding(f):
     return lambda xp, x: x.copy() if x.dtype.kind in "iub" else f(xp, x)
 
 
-floor = _plain("floor", _rounding(lambda xp, x: xp.floor(x)), "Elementwise floor.")
-ceil = _plain("ceil", _rounding(lambda xp, x: xp.ceil(x)), "Elementwise ceiling.")
+# Keras's floor and ceil are float-valued (integers give floatx); trunc and round keep the dtype
+floor = _plain("floor", lambda xp, x: xp.floor(float_array(x)), "Elementwise floor.")
+ceil = _plain("ceil", lambda xp, x: xp.ceil(float_array(x)), "Elementwise ceiling.")
 trunc = _plain("trunc", _rounding(lambda xp, x: xp.trunc(x)), "Elementwise rounding toward zero.")
 signbit = _plain("signbit", lambda xp, x: xp.signbit(x), "True where the sign bit is set.")
 isneginf = _plain("isneginf", lambda xp, x: xp.isneginf(x), "True where ``x == -inf``.")

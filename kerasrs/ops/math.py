@@ -7,9 +7,9 @@ import numpy as np
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
 from kerasrs.backend import is_float_dtype, standardize_dtype
 from kerasrs.backend.dtypes import INDEX
-from kerasrs.ops.core import indices, no_gradient, no_gradient_op
+from kerasrs.ops.core import indices, no_gradient, no_gradient_op, to_float
 from kerasrs.ops.dispatch import op
-from kerasrs.ops.promotion import promote
+from kerasrs.ops.promotion import bound_promotion, promote, sum_dtype
 
 
 # -- unary elementwise -------------------------------------------------------------------------
@@ -30,10 +30,11 @@ class Unary(Function):
         return (gy * self.df(self.xp, self.x, self.y),)
 
 
-def _unary(name, f, df, doc):
-    """The public op ``name``: `Unary` of ``f`` and its derivative ``df``."""
+def _unary(name, f, df, doc, float_valued=False):
+    """The public op ``name``: `Unary` of ``f`` and its derivative ``df``. A ``float_valued``
+    op (``exp``, ``sin``...) takes integers and bools as ``floatx()`` (Keras's `float_type`)."""
     def fn(x):
-        return Unary(name, f, df).apply(x)
+        return Unary(name, f, df).apply(to_float(x) if float_valued else x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -49,28 +50,32 @@ def _quiet(fn):
     return wrapped
 
 
-exp = _unary("exp", lambda xp, x: xp.exp(x), lambda xp, x, y: y, "Elementwise ``e**x``.")
+exp = _unary("exp", lambda xp, x: xp.exp(x), lambda xp, x, y: y, "Elementwise ``e**x``.",
+             float_valued=True)
 log = _unary("log", lambda xp, x: xp.log(x), _quiet(lambda xp, x, y: 1 / x),
-             "Elementwise natural logarithm.")
+             "Elementwise natural logarithm.", float_valued=True)
 log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda xp, x, y: 1 / (1 + x),
-               "Elementwise ``log(1 + x)``, accurate for small ``x``.")
+               "Elementwise ``log(1 + x)``, accurate for small ``x``.", float_valued=True)
 expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda xp, x, y: y + 1,
-               "Elementwise ``exp(x) - 1``, accurate for small ``x``.")
+               "Elementwise ``exp(x) - 1``, accurate for small ``x``.", float_valued=True)
 sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), _quiet(lambda xp, x, y: 0.5 / y),
               "Elementwise square root. The gradient at 0 is ``+inf`` (IEEE ``0.5 / 0``, no "
-              "warning), as in PyTorch and TensorFlow.")
+              "warning), as in PyTorch and TensorFlow.", float_valued=True)
 rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), _quiet(lambda xp, x, y: -0.5 * y * y * y),
-               "Elementwise ``1 / sqrt(x)``; ``inf`` at 0.")
-square = _unary("square", lambda xp, x: x * x, lambda xp, x, y: 2 * x, "Elementwise ``x * x``.")
+               "Elementwise ``1 / sqrt(x)``; ``inf`` at 0.", float_valued=True)
+square = _unary("square", lambda xp, x: x * x if x.dtype.kind != "b" else x.astype(np.int32),
+                lambda xp, x, y: 2 * x, "Elementwise ``x * x`` (bools give int32, as Keras).")
 absolute = _unary("absolute", lambda xp, x: xp.abs(x), lambda xp, x, y: xp.sign(x),
                   "Elementwise ``|x|``. Gradient 0 at 0 (PyTorch's convention).")
 abs = absolute  # noqa: A001  (Keras exposes both names)
 tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda xp, x, y: 1 - y * y,
-              "Elementwise hyperbolic tangent.")
-sin = _unary("sin", lambda xp, x: xp.sin(x), lambda xp, x, y: xp.cos(x), "Elementwise sine.")
-cos = _unary("cos", lambda xp, x: xp.cos(x), lambda xp, x, y: -xp.sin(x), "Elementwise cosine.")
+              "Elementwise hyperbolic tangent.", float_valued=True)
+sin = _unary("sin", lambda xp, x: xp.sin(x), lambda xp, x, y: xp.cos(x), "Elementwise sine.",
+             float_valued=True)
+cos = _unary("cos", lambda xp, x: xp.cos(x), lambda xp, x, y: -xp.sin(x), "Elementwise cosine.",
+             float_valued=True)
 reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, _quiet(lambda xp, x, y: -y * y),
-                    "Elementwise ``1 / x``.")
+                    "Elementwise ``1 / x``.", float_valued=True)
 
 
 class Erf(Function):
@@ -213,8 +218,9 @@ class Clip(Function):
         self.lo, self.hi = lo, hi
 
     def forward(self, x):
-        self.x = x
-        return self.xp.clip(x, self.lo, self.hi)
+        self.x = x = bound_promotion(x, self.lo, self.hi)
+        y = self.xp.clip(x, self.lo, self.hi)
+        return y if y.dtype == x.dtype else y.astype(x.dtype)  # NumPy widens bfloat16 bounds
 
     def backward(self, gy):  # 1 inside [lo, hi], ends included (PyTorch's convention)
         return (gy * ((self.x >= self.lo) & (self.x <= self.hi)),)
@@ -270,7 +276,7 @@ class Sum(Function):
     def forward(self, x):
         self.shape = x.shape
         self.axes = _axes(self.axis, x.ndim)
-        return x.sum(axis=self.axes, keepdims=self.keepdims)
+        return x.sum(axis=self.axes, keepdims=self.keepdims, dtype=sum_dtype(x.dtype))
 
     def backward(self, gy):
         return (self.xp.broadcast_to(_expand_like(gy, self.shape, self.axes), self.shape),)
@@ -321,7 +327,7 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001
 def mean(x, axis=None, keepdims=False):
     """Arithmetic mean over ``axis`` (int, tuple or None); nan over no values, as NumPy."""
     _check_axis("mean", x, axis)
-    return Mean(axis, keepdims).apply(x)
+    return Mean(axis, keepdims).apply(to_float(x))
 
 
 @op
@@ -330,7 +336,7 @@ def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     _check_axis("max", x, axis)
     _check_not_empty("max", x, axis)
     y = MaxMinReduce(axis, keepdims, True).apply(x)
-    return y if initial is None else maximum(y, initial)
+    return y if initial is None else maximum(y, np.asarray(initial, y.dtype))  # x's dtype
 
 
 @op
@@ -339,7 +345,7 @@ def min(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     _check_axis("min", x, axis)
     _check_not_empty("min", x, axis)
     y = MaxMinReduce(axis, keepdims, False).apply(x)
-    return y if initial is None else minimum(y, initial)
+    return y if initial is None else minimum(y, np.asarray(initial, y.dtype))  # x's dtype
 
 
 amax, amin = max, min

@@ -60,7 +60,7 @@ def tril(x, k=0):
     """``x`` with the elements above diagonal ``k`` (of the last two axes) zeroed."""
     x = convert_to_tensor(x)
     mask = np.tri(x.shape[-2], x.shape[-1], k, dtype=bool)
-    return math.where(constant(x.backend.asarray(mask), x.backend), x, 0)
+    return math.where(constant(x.backend.asarray(mask), x.backend), x, x.dtype.type(0))
 
 
 @op
@@ -68,7 +68,7 @@ def triu(x, k=0):
     """``x`` with the elements below diagonal ``k`` zeroed."""
     x = convert_to_tensor(x)
     mask = ~np.tri(x.shape[-2], x.shape[-1], k - 1, dtype=bool)
-    return math.where(constant(x.backend.asarray(mask), x.backend), x, 0)
+    return math.where(constant(x.backend.asarray(mask), x.backend), x, x.dtype.type(0))
 
 
 @op

@@ -22,6 +22,7 @@ because normalization is memory-bound.
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
+from kerasrs.backend import is_float_dtype
 from kerasrs.ops import core, math, reduction
 from kerasrs.ops.core import EPSILON, sorted_axes
 from kerasrs.ops.dispatch import op
@@ -228,7 +229,7 @@ def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, rms_sca
     if rms_scaling:
         bshape = _param_shape(x.shape, set(axes))
         inv = math.rsqrt(core.add(reduction.var(x, axis=tuple(axes), keepdims=True), epsilon))
-        return core.multiply(core.multiply(x, inv), reshape(gamma, bshape))
+        return _like_x(core.multiply(core.multiply(x, inv), reshape(gamma, bshape)), x)
     trailing = axes == list(range(x.ndim - len(axes), x.ndim))
     if not trailing:  # move the normalized axes last, normalize, move them back
         rest = [i for i in range(x.ndim) if i not in axes]
@@ -236,7 +237,13 @@ def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, rms_sca
         y = layer_normalization(transpose(x, perm), gamma, beta,
                                 list(range(len(rest), x.ndim)), epsilon)
         return transpose(y, list(np.argsort(perm)))
-    return FusedLayerNorm(want, float(epsilon)).apply(x, gamma, beta)
+    return _like_x(FusedLayerNorm(want, float(epsilon)).apply(x, gamma, beta), x)
+
+
+def _like_x(y, x):
+    """``y`` in ``x``'s dtype: Keras's normalizations return the input's dtype, whatever the
+    dtype of their scale and offset (float16 ``x`` with float32 ``gamma`` gives float16)."""
+    return y if y.dtype == x.dtype or not is_float_dtype(x.dtype) else math.cast(y, x.dtype)
 
 
 # -- normalize and RMS normalization (Keras's ops.normalize, ops.rms_normalization) --------
@@ -310,4 +317,5 @@ def rms_normalization(x, scale=1, axis=-1, epsilon=None):
     """``x / sqrt(mean(x**2, axis) + epsilon) * scale`` (Zhang & Sennrich 2019)."""
     x = convert_to_tensor(x)
     eps = 1e-6 if epsilon is None else epsilon
-    return x * math.rsqrt(math.mean(math.square(x), axis=axis, keepdims=True) + eps) * scale
+    y = x * math.rsqrt(math.mean(math.square(x), axis=axis, keepdims=True) + eps) * scale
+    return _like_x(y, x)

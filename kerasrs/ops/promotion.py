@@ -9,9 +9,11 @@ test.
 
 import numpy as np
 
-from kerasrs.backend.dtypes import result_dtype
+from kerasrs.backend.base import numpy_dtype
+from kerasrs.backend.dtypes import FLOAT8, result_dtype, sum_type
 
 _WEAK = {bool, int, float}
+_ML_DTYPES = ("bfloat16",) + FLOAT8
 
 
 def _dtype_arg(x):
@@ -24,10 +26,15 @@ def _dtype_arg(x):
 
 
 def _outside(*xs):
-    """True if an input is an array of objects or strings (``pytest.approx`` compared with a
-    Tensor...): the lattice has no such dtypes, NumPy's own rules apply."""
-    return any(getattr(getattr(x, "dtype", None), "kind", None) in ("O", "S", "U", "V")
-               for x in xs)
+    """True if an input is an array of objects, strings or records (``pytest.approx`` compared
+    with a Tensor...): the lattice has no such dtypes, NumPy's own rules apply. ml_dtypes'
+    bfloat16 and float8 have NumPy's kind "V" too, but they are in the lattice."""
+    for x in xs:
+        dtype = getattr(x, "dtype", None)
+        kind = getattr(dtype, "kind", None)
+        if kind in ("O", "S", "U") or (kind == "V" and dtype.name not in _ML_DTYPES):
+            return True
+    return False
 
 
 def _cast(x, dtype):
@@ -53,6 +60,10 @@ def promote(a, b):
 def promote_all(*xs, to_float=False):
     """Every input cast to the dtype all of them promote to (with ``to_float``, the float dtype
     of `kerasrs.backend.dtypes.float_type`). Python scalars stay scalars if an array is there."""
+    first = getattr(xs[0], "dtype", None) if xs else None
+    if not to_float and first is not None and all(getattr(x, "dtype", None) is first
+                                                  for x in xs):
+        return list(xs)  # the common case: arrays of one dtype
     if _outside(*xs):
         return list(xs)
     args = [_dtype_arg(x) for x in xs]
@@ -75,3 +86,47 @@ def float_array(x):
         return x
     target = result_dtype(dtype, float)
     return x if target == dtype else x.astype(target)
+
+
+def sum_dtype(dtype):
+    """The ``dtype`` argument of a NumPy sum or product of an array of ``dtype``: None for
+    floats (they keep theirs), `kerasrs.backend.dtypes.sum_type` for bools and integers (NumPy
+    would accumulate them in int64; Keras in 32 bits)."""
+    return numpy_dtype(sum_type(dtype)) if dtype.kind in "biu" else None
+
+
+def scan_dtype(dtype):
+    """The ``dtype`` argument of a NumPy cumulative sum or product: integers keep their dtype
+    (as Keras; NumPy would widen them to 64 bits), bools count in ``int32``, floats keep
+    theirs (None)."""
+    if dtype.kind == "b":
+        return numpy_dtype(sum_type(dtype))
+    return dtype if dtype.kind in "iu" else None
+
+
+def bound_promotion(x, *bounds):
+    """Array ``x`` in the dtype of ``clip(x, *bounds)`` (Keras's rule: bools count as int32,
+    then ``x`` promotes with the bounds, Python scalars weak; a None bound is no bound)."""
+    if x.dtype.kind == "b":
+        x = x.astype(np.int32)
+    args = [_dtype_arg(b) for b in bounds if b is not None]
+    dtype = result_dtype(x.dtype, *args) if args else x.dtype
+    return x if dtype == x.dtype else x.astype(dtype)
+
+
+def bools_as_int32(*xs):
+    """The inputs with bool arrays cast to int32 (Python scalars stay): what Keras computes
+    ``mod``, ``power``, ``floor_divide``, ``square`` and ``relu`` of bools in."""
+    return [x.astype(np.int32) if getattr(getattr(x, "dtype", None), "kind", None) == "b" else x
+            for x in xs]
+
+
+def promote_numeric(a, b):
+    """`promote`, then bools as int32 (`bools_as_int32`): ``mod(True, True)`` is int32 1."""
+    a, b = promote(a, b)
+    dtype = getattr(a, "dtype", None)
+    if dtype is None:
+        dtype = getattr(b, "dtype", None)
+    if dtype is not None and dtype.kind == "b":  # promoted: one array bool means both are
+        a, b = bools_as_int32(a, b)
+    return a, b

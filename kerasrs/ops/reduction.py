@@ -12,9 +12,11 @@ import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
 from kerasrs.backend import floatx, is_float_dtype
+from kerasrs.backend.dtypes import INDEX
 from kerasrs.ops import math as ops_math
-from kerasrs.ops.core import axis_index, constant, getitem
+from kerasrs.ops.core import axis_index, constant, getitem, not_equal
 from kerasrs.ops.dispatch import op
+from kerasrs.ops.promotion import scan_dtype, sum_dtype
 from kerasrs.ops.layout import expand_dims, ravel, reshape, squeeze, transpose
 from kerasrs.ops.math import _axes, _check_axis, _expand_like
 
@@ -41,7 +43,7 @@ class Prod(Function):
 
     def forward(self, x):
         self.x, self.axes = x, _axes(self.axis, x.ndim)
-        return x.prod(axis=self.axes, keepdims=self.keepdims)
+        return x.prod(axis=self.axes, keepdims=self.keepdims, dtype=sum_dtype(x.dtype))
 
     def backward(self, gy):
         xp, x, axes = self.xp, self.x, self.axes
@@ -142,7 +144,7 @@ class CumSum(Function):
         self.axis = axis
 
     def forward(self, x):
-        return self.xp.cumsum(x, axis=self.axis)
+        return self.xp.cumsum(x, axis=self.axis, dtype=scan_dtype(x.dtype))
 
     def backward(self, gy):  # each input feeds every later output: a reversed cumulative sum
         xp = self.xp
@@ -335,10 +337,10 @@ any = _bool_reduce(lambda a, **kw: a.any(**kw), "any",  # noqa: A001
 
 @op
 def count_nonzero(x, axis=None):
-    """Number of non-zero elements over ``axis``: an int64 Tensor, no gradient."""
+    """Number of non-zero elements over ``axis``: an int32 Tensor (as Keras), no gradient."""
     x = convert_to_tensor(x)
     _check_axis("count_nonzero", x, axis)
-    return constant(x.backend.xp.asarray((x.data != 0).sum(axis=axis), dtype="int64"), x.backend)
+    return constant(x.backend.xp.asarray((x.data != 0).sum(axis=axis), dtype=INDEX), x.backend)
 
 
 # -- differences and cumulative products -------------------------------------------------------
@@ -351,7 +353,9 @@ def diff(a, n=1, axis=-1):
         hi = [slice(None)] * x.ndim
         lo = [slice(None)] * x.ndim
         hi[ax], lo[ax] = slice(1, None), slice(None, -1)
-        x = getitem(x, tuple(hi)) - getitem(x, tuple(lo))
+        after, before = getitem(x, tuple(hi)), getitem(x, tuple(lo))
+        # bools differ where they change (Keras; NumPy has no bool subtraction)
+        x = not_equal(after, before) if x.dtype.kind == "b" else after - before
     return x
 
 
@@ -361,7 +365,7 @@ class CumProd(Function):
 
     def forward(self, x):
         self.x = x
-        self.y = self.xp.cumprod(x, axis=self.axis)
+        self.y = self.xp.cumprod(x, axis=self.axis, dtype=scan_dtype(x.dtype))
         return self.y
 
     def backward(self, gy):

@@ -8,7 +8,7 @@ import builtins
 import numpy as np
 
 from kerasrs.autodiff import Function, convert_to_tensor
-from kerasrs.backend.dtypes import INDEX
+from kerasrs.backend.dtypes import INDEX, sum_type
 from kerasrs.ops import layout, math
 from kerasrs.ops.core import constant, indices, no_gradient
 from kerasrs.ops.layout import _axis, _shape, reshape
@@ -95,11 +95,13 @@ def bincount(x, weights=None, minlength=0, sparse=False):
     x = convert_to_tensor(x)
     xp = x.backend.xp
     w = None if weights is None else convert_to_tensor(weights).data
+    # Keras's dtype: int32 counts, or the weights' dtype (NumPy sums weights in float64)
+    dtype = INDEX if w is None else sum_type(w.dtype) if w.dtype.kind == "b" else w.dtype
     if x.ndim == 2:
         length = builtins.max(int(x.data.max()) + 1 if x.data.size else 0, minlength)
         rows = [xp.bincount(r, None if w is None else w[i], length) for i, r in enumerate(x.data)]
-        return constant(xp.stack(rows), x.backend)
-    return constant(xp.bincount(x.data, w, minlength), x.backend)
+        return constant(xp.stack(rows).astype(dtype), x.backend)
+    return constant(xp.bincount(x.data, w, minlength).astype(dtype), x.backend)
 
 
 @op
@@ -127,7 +129,8 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, axis=None,
 def unravel_index(indices, shape):
     """Flat indices as a tuple of coordinate Tensors."""
     i = convert_to_tensor(indices)
-    return tuple(constant(c, i.backend) for c in i.backend.xp.unravel_index(i.data, shape))
+    return tuple(constant(c.astype(i.dtype), i.backend)  # in the indices' dtype, as Keras
+                 for c in i.backend.xp.unravel_index(i.data, shape))
 
 
 @op

@@ -9,6 +9,7 @@ from kerasrs.ops import layout
 from kerasrs.ops.core import axis_index, getitem
 from kerasrs.ops.layout import _axis, _shape, expand_dims, ravel
 from kerasrs.ops.dispatch import op
+from kerasrs.ops.promotion import promote_all
 
 
 class Concatenate(Function):
@@ -17,7 +18,7 @@ class Concatenate(Function):
 
     def forward(self, *xs):
         self.sizes = np.cumsum([x.shape[self.axis] for x in xs])[:-1]
-        return self.xp.concatenate(xs, axis=self.axis)
+        return self.xp.concatenate(promote_all(*xs), axis=self.axis)
 
     def backward(self, gy):
         return tuple(self.xp.split(gy, self.sizes, axis=self.axis))

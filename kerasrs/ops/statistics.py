@@ -104,10 +104,11 @@ def ptp(x, axis=None, keepdims=False):
 @op
 def average(x, axis=None, weights=None):
     """Weighted mean along ``axis`` (``weights`` 1-D along that axis, or x's shape)."""
-    x = to_float(x)
     if weights is None:
-        return math.mean(x, axis=axis)
-    w = to_float(weights)
+        return math.mean(to_float(x), axis=axis)
+    x, w = convert_to_tensor(x), convert_to_tensor(weights)
+    dtype = float_type(x.dtype, w.dtype)  # Keras: x, weights and a Python float promoted
+    x, w = math.cast(x, dtype), math.cast(w, dtype)
     if axis is not None and w.ndim == 1 and x.ndim > 1:
         shape = [1] * x.ndim
         shape[axis_index(axis, x.ndim)] = w.shape[0]

@@ -374,7 +374,7 @@ def test_all_any_count_nonzero(axis, keepdims):
     np.testing.assert_array_equal(ops.any(x, axis, keepdims).numpy(), np.any(x, axis,
                                                                              keepdims=keepdims))
     np.testing.assert_array_equal(ops.count_nonzero(x, axis).numpy(), np.count_nonzero(x, axis))
-    assert ops.all(x).dtype == bool and ops.count_nonzero(x).dtype == np.int64
+    assert ops.all(x).dtype == bool and ops.count_nonzero(x).dtype == np.int32
 
 
 # -- Tensor methods ----------------------------------------------------------------------------

@@ -249,14 +249,15 @@ def test_creation_ops_match_numpy_and_default_to_float32(backend):
     assert ops.zeros(3).dtype == np.float32 and ops.ones((2,), "int32").dtype == np.int32
     np.testing.assert_array_equal(ops.ones((2, 1)).numpy(), np.ones((2, 1)))
     np.testing.assert_array_equal(ops.full((2,), 7.0).numpy(), [7.0, 7.0])
-    assert ops.full((2,), 7.0).dtype == np.float32 and ops.full((2,), 7).dtype == np.int64
+    # Keras: full defaults to floatx whatever the value; arange of Python ints is int32
+    assert ops.full((2,), 7.0).dtype == np.float32 and ops.full((2,), 7).dtype == np.float32
     x = kerasrs.Tensor(np.arange(6, dtype="int32").reshape(2, 3))
     assert ops.zeros_like(x).dtype == np.int32 and ops.ones_like(x, "float64").dtype == np.float64
     np.testing.assert_array_equal(ops.zeros_like(x).numpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(ops.ones_like(x).numpy(), np.ones((2, 3)))
     np.testing.assert_array_equal(ops.full_like(x, 4).numpy(), np.full((2, 3), 4))
     np.testing.assert_array_equal(ops.arange(5).numpy(), np.arange(5))
-    assert ops.arange(5).dtype == np.int64 and ops.arange(0.0, 1.0, 0.25).dtype == np.float32
+    assert ops.arange(5).dtype == np.int32 and ops.arange(0.0, 1.0, 0.25).dtype == np.float32
     np.testing.assert_allclose(ops.arange(1, 2, 0.25).numpy(), [1.0, 1.25, 1.5, 1.75])
     np.testing.assert_array_equal(ops.eye(3).numpy(), np.eye(3))
     np.testing.assert_array_equal(ops.eye(2, 3, k=1).numpy(), np.eye(2, 3, k=1))
