@@ -39,7 +39,7 @@ import numpy as np
 
 from kerasrs import autodiff, ops
 from kerasrs import backend as backend_module
-from kerasrs.layers import base, node
+from kerasrs.layers import base, node, op_shapes
 from kerasrs.ops import dispatch
 
 _CLASS_NAMES = {"getitem": "GetItem"}  # Keras's class names where CamelCase(name) differs
@@ -111,12 +111,18 @@ class OpLayer(base.Layer):
         return self.call(*args, **kwargs)
 
     def call(self, *args, **kwargs):
+        args, kwargs = self._op_arguments(args, kwargs)
+        return self.op(*args, **kwargs)
+
+    def _op_arguments(self, args, kwargs):
+        """``(args, kwargs)`` of the op for a node's call arguments: decoded, with the config's
+        keywords added (in their positional places where `_call_plan` says so)."""
         if self._encoded_args:
             args, kwargs = _decode(args, self.constants), _decode(kwargs, self.constants)
         if self._op_name == "getitem" and len(args) > 1 and isinstance(args[1], list):
             args = (args[0], tuple(args[1])) + args[2:]  # JSON turned the key tuple into a list
         if self._plan is None:
-            return self.op(*args, **kwargs, **self.op_kwargs)
+            return args, {**kwargs, **self.op_kwargs}
         positional, rest, fixed = [], iter(args), dict(self.op_kwargs)
         for name in self._plan:  # config values go to their places between the node's args
             if name in fixed:
@@ -126,7 +132,40 @@ class OpLayer(base.Layer):
                 if value is _MISSING:
                     break
                 positional.append(value)
-        return self.op(*positional, *rest, **kwargs, **fixed)
+        return (*positional, *rest), {**kwargs, **fixed}
+
+    def compute_output_spec(self, *args, **kwargs):
+        """The symbolic outputs: shapes by the op's rule in `kerasrs.layers.op_shapes` where it
+        has one (dtypes by a probe with unknown axes of size 1, else the inputs' promoted
+        dtype), else shapes and dtypes by the probe of `kerasrs.layers.node`."""
+        kwargs.pop("training", None)
+        op_args, op_kwargs = self._op_arguments(args, kwargs)
+        bound = inspect.signature(self.op).bind(*op_args, **op_kwargs)
+        bound.apply_defaults()
+        shapes = op_shapes.rule_for(self._op_name, bound.arguments)
+        if shapes is None:
+            specs = node._probe_spec(self, args, kwargs)
+            return node.map_structure(lambda s: node.SymbolicTensor(s.shape, s.dtype), specs)
+        single = node._is_shape(shapes)
+        shapes = [shapes] if single else list(shapes)
+        dtypes = self._probe_dtypes(args, kwargs, len(shapes))
+        outputs = [node.SymbolicTensor(s, d) for s, d in zip(shapes, dtypes)]
+        return outputs[0] if single else outputs
+
+    def _probe_dtypes(self, args, kwargs, count):
+        """``count`` output dtypes: from a run on zeros with unknown axes of size 1 (which
+        broadcast against anything), or, where that run fails (singular zero matrices, bitwise
+        ops on floats), the promoted dtype of the symbolic inputs."""
+        try:
+            flat = autodiff._flatten(node._probe(self, args, kwargs, 1))
+            dtypes = [t.dtype.name for t in flat]
+        except Exception:  # noqa: BLE001  (only the dtype is wanted here; the rule gave the shape)
+            dtypes = []
+        if len(dtypes) != count:
+            inputs = [t.dtype for t in autodiff._flatten([list(args), kwargs])
+                      if isinstance(t, node.SymbolicTensor)]
+            dtypes = [backend_module.result_type(*inputs)] * count
+        return dtypes
 
     def compute_mask(self, inputs, mask=None):
         return None
@@ -234,8 +273,9 @@ def symbolic_op(fn, args, kwargs):
     except (ValueError, TypeError, IndexError) as e:
         shapes = [t.shape for t in autodiff._flatten([args, tensor_kwargs])
                   if isinstance(t, node.SymbolicTensor)]
-        message = (f"{name}: cannot apply the op to symbolic inputs of shapes {shapes} (the "
-                   f"check ran on zeros with unknown axes of size {node._PROBE_SIZES[0]}): {e}")
+        how = ("by its shape rule" if name in op_shapes.RULES else
+               f"the check ran on zeros with unknown axes of size {node._PROBE_SIZES[0]}")
+        message = f"{name}: cannot apply the op to symbolic inputs of shapes {shapes} ({how}): {e}"
         try:
             error = type(e)(message)
         except Exception:

@@ -16,7 +16,7 @@ def _shape(x):
 def _axis(op, axis, ndim, shape):
     """``axis`` in ``[0, ndim)``, or a ValueError naming ``op`` if it is out of range."""
     if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
-        raise ValueError(f"{op}: axis {axis!r} is out of range for a tensor of rank {ndim}. "
+        raise ValueError(f"{op}: axis {axis!r} is out of bounds for a tensor of rank {ndim}. "
                          f"Received: shape {shape}")
     return int(axis) % ndim
 

@@ -1,0 +1,82 @@
+"""Ops on symbolic tensors whose shapes a probe on zeros cannot find (kerasrs.layers.op_shapes):
+broadcasting against unknown axes, splits, linear algebra on singular zeros, value-dependent
+sizes. Expected shapes are Keras 3's (``compute_output_spec``)."""
+
+import numpy as np
+import pytest
+
+from kerasrs import layers, models, ops
+from kerasrs.layers.node import SymbolicTensor as K
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "power", "maximum",
+                                  "fmod", "arctan2", "greater", "not_equal", "logical_and",
+                                  "logical_xor", "isclose", "divide_no_nan", "gcd", "bitwise_and",
+                                  "bitwise_left_shift"])
+def test_broadcast_against_unknown_axes(name):
+    out = getattr(ops, name)(K((None, 3)), K((2, None)))
+    assert out.shape == (2, 3)
+
+
+def test_broadcast_dtypes_and_errors():
+    assert ops.greater(K((None, 3)), K((2, None))).dtype == "bool"
+    assert ops.add(K((None, 3), "int32"), K((2, None), "int32")).dtype == "int32"
+    assert ops.bitwise_and(K((None, 3)), K((2, None))).dtype == "float32"  # as Keras
+    assert ops.allclose(K((None, 3)), K((2, None))).shape == ()
+    assert (K((None, 3)) + K((2, None))).shape == (2, 3)
+    assert ops.where(K((2, None, 1)), K((None, 1)), K((None, 3))).shape == (2, None, 3)
+    with pytest.raises(ValueError, match=r"add: .*Cannot broadcast shape.*\[2, 3\] and \[2, 3, 4\]"):
+        ops.add(K((2, 3)), K((2, 3, 4)))
+
+
+def test_splits():
+    assert [t.shape for t in ops.split(K((None, 3, 3)), [1, 3], axis=1)] == \
+        [(None, 1, 3), (None, 2, 3), (None, 0, 3)]
+    assert [t.shape for t in ops.split(K((None, 3, 3)), 2)] == [(None, 3, 3)] * 2
+    assert [t.shape for t in ops.array_split(K((8, 4)), 3)] == [(3, 4), (3, 4), (2, 4)]
+    assert [t.shape for t in ops.hsplit(K((3, None, 3)), 3)] == [(3, None, 3)] * 3
+    with pytest.raises(ValueError, match="equal sections"):
+        ops.split(K((2, 3)), 2, axis=1)
+
+
+def test_linalg_on_symbolic_matrices():
+    assert ops.inv(K((None, 20, 20))).shape == (None, 20, 20)
+    assert ops.cholesky(K((4, 3, 3))).shape == (4, 3, 3)
+    assert ops.solve(K((None, 20, 20)), K((None, 20, 5))).shape == (None, 20, 5)
+    assert ops.linalg.solve_triangular(K((4, 3, 3)), K((4, 3, 5))).shape == (4, 3, 5)
+    assert [t.shape for t in ops.linalg.lu_factor(K((None, 4, 3)))] == [(None, 4, 3), (None, 3)]
+    with pytest.raises(ValueError, match="square matrix"):
+        ops.inv(K((None, 3, 4)))
+
+
+def test_shapes_from_arguments():
+    assert ops.segment_sum(K((None, 4)), K((10,), "int32")).shape == (None, 4)
+    assert ops.segment_sum(K((None, 4)), K((10,), "int32"), num_segments=5).shape == (5, 4)
+    assert ops.reshape(K((None, 20)), K((2,), "int32")).shape == (None, None)
+    assert ops.take(K((None, 3, None, 5)), K((6, 7), "int32"), axis=2).shape == \
+        (None, 3, 6, 7, 5)
+    assert ops.take_along_axis(K((None, 3)), K((1, 3), "int32"), axis=0).shape == (1, 3)
+    assert ops.one_hot(K((None, 3, 1), "int32"), 5, axis=1).shape == (None, 5, 3, 1)
+    assert ops.concatenate([K((None, 3)), K((None, None))], axis=0).shape == (None, 3)
+    assert ops.linspace(K((None, 3, 4)), K((2, 3, 4)), 10, axis=1).shape == (2, 10, 3, 4)
+    assert ops.matmul(K((None, 3, 4)), K((4,))).shape == (None, 3)
+
+
+def test_error_phrases():
+    with pytest.raises(ValueError, match=r"valid permutation.*axes=\[0, 0, 0\]"):
+        ops.transpose(K((2, 3, 4)), axes=[0, 0, 0])
+    with pytest.raises(ValueError, match=r"must be an integer in \[-3, 3\)"):
+        ops.transpose(K((2, 3, 4)), axes=[0, 1, 5])
+    for fn in (lambda x: ops.sort(x, axis=10), lambda x: ops.softmax(x, axis=10),
+               lambda x: ops.unstack(x, axis=10)):
+        for x in (K((3, 4)), np.zeros((3, 4))):
+            with pytest.raises(ValueError, match="axis 10 is out of bounds"):
+                fn(x)
+
+
+def test_rule_ops_replay_in_a_model():
+    a, b = layers.Input((3,)), layers.Input((1,))
+    pieces = ops.split(ops.add(a, b), 3, axis=1)
+    model = models.Model([a, b], pieces[2])
+    x, y = np.arange(6, dtype="float32").reshape(2, 3), np.ones((2, 1), "float32")
+    np.testing.assert_allclose(model.predict([x, y], verbose=0), x[:, 2:] + 1)
