@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from kerasrs.ops import control
 from kerasrs.ops import operation_utils as shapes
 
 
@@ -106,6 +107,7 @@ def _lu_factor(a):
 
 
 def _segment(a):
+    control.check_segment_shapes(_shape(a["data"]), _shape(a["segment_ids"]))
     n = a["num_segments"]
     return (None if n is None else int(n),) + _shape(a["data"])[1:]
 

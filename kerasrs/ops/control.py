@@ -146,12 +146,23 @@ def scatter_update(inputs, indices, updates):
     return math.where(constant(x.backend.asarray(mask), x.backend), placed, x)
 
 
+def check_segment_shapes(data_shape, ids_shape):
+    """Raise ValueError unless ``segment_ids`` is 1-D with one id per row of ``data`` (sizes
+    None are unknown and pass)."""
+    if len(ids_shape) != 1 or not data_shape:
+        raise ValueError(f"segment ops: Argument `segment_ids` should be an 1-D vector, with one "
+                         f"id per row of `data`. Received: data shape {data_shape}, segment_ids "
+                         f"shape {ids_shape}")
+    if None not in (ids_shape[0], data_shape[0]) and ids_shape[0] != data_shape[0]:
+        raise ValueError(f"segment ops: Argument `segment_ids` and `data` should have same "
+                         f"leading dimension. Received: data shape {data_shape}, segment_ids "
+                         f"shape {ids_shape}")
+
+
 def _segments(data, segment_ids, num_segments):
     d = convert_to_tensor(data)
     ids = np.asarray(convert_to_tensor(segment_ids).numpy(), dtype="int64")
-    if d.ndim == 0 or ids.shape != (d.shape[0],):
-        raise ValueError("segment ops: `segment_ids` must be 1-D with one id per row of `data`. "
-                         f"Received: data shape {tuple(d.shape)}, segment_ids shape {ids.shape}")
+    check_segment_shapes(tuple(d.shape), ids.shape)
     n = int(ids.max()) + 1 if num_segments is None else int(num_segments)
     return d, ids, n
 
@@ -176,17 +187,22 @@ def _segment_reduce(data, segment_ids, num_segments, reduce, fill):
     return stacking.stack(rows, axis=0)
 
 
+def _limits(dtype):
+    """``np.finfo`` or ``np.iinfo`` of ``dtype`` (the fill of an empty segment)."""
+    return np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else np.finfo(dtype)
+
+
 @op
 def segment_max(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
     """Per-segment maximum (the lowest float for an empty segment, as Keras)."""
     d = convert_to_tensor(data)
-    return _segment_reduce(d, segment_ids, num_segments, math.max, float(np.finfo(d.dtype).min))
+    return _segment_reduce(d, segment_ids, num_segments, math.max, _limits(d.dtype).min)
 
 
 @op
 def segment_min(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
     d = convert_to_tensor(data)
-    return _segment_reduce(d, segment_ids, num_segments, math.min, float(np.finfo(d.dtype).max))
+    return _segment_reduce(d, segment_ids, num_segments, math.min, _limits(d.dtype).max)
 
 
 @op

@@ -15,10 +15,20 @@ def _split(packed):
     return getitem(packed, (Ellipsis, 0)), getitem(packed, (Ellipsis, 1))
 
 
-def _pair(x):
-    re, im = x
-    re = convert_to_tensor(re)
-    im = convert_to_tensor(im)
+def _pair(x, op):
+    """``(real, imag)`` as float Tensors of one shape.
+
+    Raises:
+        ValueError: naming ``op``, unless ``x`` is a tuple or list of two tensors of one shape.
+    """
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise ValueError(f"{op}: Input `x` should be a tuple of two tensors - real and "
+                         f"imaginary. Received: x={x!r}")
+    re, im = convert_to_tensor(x[0]), convert_to_tensor(x[1])
+    if re.shape != im.shape:
+        raise ValueError(f"{op}: Input `x` should be a tuple of two tensors - real and "
+                         f"imaginary. Both the real and imaginary parts should have the same "
+                         f"shape. Received: shapes {re.shape} and {im.shape}")
     if re.dtype.kind != "f":
         re = math.cast(re, "float32")
     if im.dtype.kind != "f":
@@ -54,19 +64,19 @@ class FFT(Function):
 @op
 def fft(x):
     """FFT over the last axis of the complex input ``x = (real, imag)``; returns a pair."""
-    return _split(FFT(1, False).apply(*_pair(x)))
+    return _split(FFT(1, False).apply(*_pair(x, "fft")))
 
 
 @op
 def fft2(x):
     """2-D FFT over the last two axes of ``(real, imag)``; returns a pair."""
-    return _split(FFT(2, False).apply(*_pair(x)))
+    return _split(FFT(2, False).apply(*_pair(x, "fft2")))
 
 
 @op
 def ifft2(x):
     """Inverse 2-D FFT over the last two axes of ``(real, imag)``; returns a pair."""
-    return _split(FFT(2, True).apply(*_pair(x)))
+    return _split(FFT(2, True).apply(*_pair(x, "ifft2")))
 
 
 class RFFT(Function):
@@ -130,7 +140,7 @@ class IRFFT(Function):
 def irfft(x, fft_length=None):
     """Inverse of `rfft`: a real signal of length ``fft_length`` (default ``2 * (bins - 1)``)
     from ``(real, imag)``. The imaginary parts of the zero and Nyquist bins are ignored."""
-    return IRFFT(fft_length).apply(*_pair(x))
+    return IRFFT(fft_length).apply(*_pair(x, "irfft"))
 
 
 def _window(window, length, dtype):
@@ -138,8 +148,8 @@ def _window(window, length, dtype):
         return None
     if isinstance(window, str):
         if window not in ("hann", "hamming"):
-            raise ValueError(f"window must be 'hann', 'hamming', an array or None. Received: "
-                             f"{window!r}")
+            raise ValueError(f"If a string is passed to `window`, it must be 'hann' or "
+                             f"'hamming' (else an array or None). Received: window={window!r}")
         n = np.arange(length)
         a = 0.5 if window == "hann" else 0.54
         return (a - (1 - a) * np.cos(2 * np.pi * n / length)).astype(dtype)  # periodic window
@@ -162,7 +172,8 @@ def _padded_window(window, sequence_length, fft_length, dtype):
     win = _window(window, sequence_length, dtype)
     win = np.ones(sequence_length, dtype) if win is None else win
     if win.shape != (sequence_length,):
-        raise ValueError(f"window must have shape ({sequence_length},). Received: {win.shape}")
+        raise ValueError(f"The shape of `window` must be equal to ({sequence_length},) "
+                         f"(sequence_length,). Received: window shape {win.shape}")
     left = (fft_length - sequence_length) // 2
     return np.pad(win, (left, fft_length - sequence_length - left))
 
@@ -179,7 +190,7 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=
         ValueError: if ``fft_length < sequence_length`` or the window has the wrong size.
     """
     if fft_length < sequence_length:
-        raise ValueError(f"stft: fft_length must be >= sequence_length. Received: "
+        raise ValueError(f"stft: `fft_length` must equal or exceed `sequence_length`. Received: "
                          f"sequence_length={sequence_length}, fft_length={fft_length}")
     x = convert_to_tensor(x)
     if x.dtype.kind != "f":
