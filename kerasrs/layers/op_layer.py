@@ -295,6 +295,7 @@ def _split_arguments(fn, args, kwargs):
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     node_args, config, node_kwargs = [], {}, {}
+    gap = False  # a default left out before: later tensors go by name, not by position
     for p in sig.parameters.values():
         value = bound.arguments[p.name]
         if p.kind is p.VAR_POSITIONAL:
@@ -306,9 +307,14 @@ def _split_arguments(fn, args, kwargs):
             (node_kwargs if node.any_symbolic((value,), {}) else config)[p.name] = value
         elif p.name in _CALL_PARAMS or node.any_symbolic((value,), {}) or \
                 isinstance(value, autodiff.Tensor) or hasattr(value, "__array_interface__"):
-            node_args.append((p, value))
+            if gap and value is not p.default:
+                node_kwargs[p.name] = value
+            elif not gap:
+                node_args.append((p, value))
         elif p.default is p.empty or not _same(value, p.default):
             config[p.name] = value  # defaults are left out: Keras's op has the same ones
+        else:
+            gap = True
     while node_args and node_args[-1][0] is not None and \
             node_args[-1][0].default is not inspect.Parameter.empty and \
             node_args[-1][1] is node_args[-1][0].default:

@@ -142,8 +142,11 @@ def _one_hot(a):
 
 
 def _concatenate(a):
-    xs = [_shape(x) for x in a["xs"]]
-    axis = a["axis"]
+    return _concatenated([_shape(x) for x in a["xs"]], a["axis"])
+
+
+def _concatenated(xs, axis):
+    """The shape of concatenating tensors of shapes ``xs`` along ``axis`` (None: flattened)."""
     if axis is None:
         sizes = [None if None in s else math.prod(s) for s in xs]
         return (None if None in sizes else sum(sizes),)
@@ -163,6 +166,168 @@ def _concatenate(a):
             else:
                 out[i] = _merge(d, e)
     return tuple(out)
+
+
+def _flat_size(shape):
+    return None if None in shape else math.prod(shape)
+
+
+def _contract(x, y, x_axes, y_axes, check=True):
+    """The shape of contracting ``x_axes`` of ``x`` with ``y_axes`` of ``y`` (``tensordot``),
+    checking the known sizes agree (Keras's ``tensordot`` does not check)."""
+    for i, j in zip(x_axes, y_axes) if check else ():
+        if None not in (x[i], y[j]) and x[i] != y[j]:
+            raise ValueError(f"Shape mismatch on the contracted axes: x1.shape={x}, "
+                             f"x2.shape={y}, axes {list(x_axes)} and {list(y_axes)}")
+    return tuple(d for i, d in enumerate(x) if i not in set(x_axes)) + \
+        tuple(d for j, d in enumerate(y) if j not in set(y_axes))
+
+
+def _dot(a):
+    x, y = _shape(a["x1"]), _shape(a["x2"])
+    if not x or not y:
+        return _broadcast(a["x1"], a["x2"])
+    return _contract(x, y, [len(x) - 1], [0 if len(y) == 1 else len(y) - 2])
+
+
+def _inner(a):
+    x, y = _shape(a["x1"]), _shape(a["x2"])
+    if not x or not y:
+        return x or y
+    return _contract(x, y, [len(x) - 1], [len(y) - 1])
+
+
+def _tensordot(a):
+    x, y, axes = _shape(a["x1"]), _shape(a["x2"]), a["axes"]
+    if isinstance(axes, (int, np.integer)):
+        return _contract(x, y, range(len(x) - axes, len(x)), range(axes), check=False)
+    x_axes, y_axes = ([ax] if isinstance(ax, (int, np.integer)) else list(ax) for ax in axes)
+    return _contract(x, y, [i % len(x) for i in x_axes], [j % len(y) for j in y_axes],
+                     check=False)
+
+
+def _einsum(a):
+    """``einsum``: each output label's size from the operands (``...`` broadcast)."""
+    subscripts, operands = a["subscripts"].replace(" ", ""), a["operands"]
+    inputs, _, output = subscripts.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum: {len(terms)} operand subscripts for {len(operands)} "
+                         f"operands. Received: subscripts={subscripts!r}")
+    sizes, ellipsis = {}, []
+    for term, operand in zip(terms, operands):
+        shape = _shape(operand)
+        head, dots, tail = term.partition("...")
+        if dots:
+            ellipsis = shapes.broadcast_shapes(ellipsis, shape[len(head):len(shape) - len(tail)])
+            shape = shape[:len(head)] + shape[len(shape) - len(tail):]
+            term = head + tail
+        if len(term) != len(shape):
+            raise ValueError(f"einsum: subscripts {term!r} for an operand of shape "
+                             f"{_shape(operand)}. Received: subscripts={subscripts!r}")
+        for label, size in zip(term, shape):
+            known = sizes.get(label)
+            if None not in (known, size) and known != size and 1 not in (known, size):
+                raise ValueError(f"einsum: label {label!r} has sizes {known} and {size}. "
+                                 f"Received: subscripts={subscripts!r}")
+            sizes[label] = size if known in (None, 1) else known
+    if not _:
+        labels = inputs.replace(",", "").replace("...", "")
+        output = ("..." if ellipsis else "") + "".join(
+            sorted(c for c in set(labels) if labels.count(c) == 1))
+    head, dots, tail = output.partition("...")
+    return tuple(sizes[c] for c in head) + (tuple(ellipsis) if dots else ()) + \
+        tuple(sizes[c] for c in tail)
+
+
+def _cross(a):
+    x, y = _shape(a["x1"]), _shape(a["x2"])
+    if x[-1] not in (2, 3, None) or y[-1] not in (2, 3, None):
+        raise ValueError(f"cross: the vectors (last axes) must have 2 or 3 components. "
+                         f"Received: x1.shape={x}, x2.shape={y}")
+    last = () if x[-1] == y[-1] == 2 else (3,)
+    return tuple(shapes.broadcast_shapes(x[:-1], y[:-1])) + last
+
+
+def _repeat(a):
+    x, repeats, axis = _shape(a["x"]), a["repeats"], a["axis"]
+    if axis is None:
+        x, axis = (_flat_size(x),), 0
+    axis = shapes.canonicalize_axis(axis, len(x))
+    size = x[axis]
+    counts = list(np.ravel(repeats))
+    if len(counts) == 1:
+        new = None if size is None else size * int(counts[0])
+    elif size is not None and len(counts) != size:
+        raise ValueError(f"repeat: `repeats` must have one count per entry of axis {axis} "
+                         f"(size {size}). Received: repeats={repeats!r}")
+    else:
+        new = None if size is None else int(sum(counts))
+    return x[:axis] + (new,) + x[axis + 1:]
+
+
+def _broadcast_to(a):
+    target = tuple(a["shape"])
+    out = tuple(shapes.broadcast_shapes(_shape(a["x"]), target))
+    if len(out) != len(target) or any(t is not None and o != t for o, t in zip(out, target)):
+        raise ValueError(f"broadcast_to: cannot broadcast a tensor of shape {_shape(a['x'])} to "
+                         f"{target}")
+    return target
+
+
+def _meshgrid(a):
+    if a["indexing"] not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: `indexing` must be 'xy' or 'ij'. Received: "
+                         f"indexing={a['indexing']!r}")
+    sizes = [_flat_size(_shape(x)) for x in a["x"]]
+    if a["indexing"] == "xy" and len(sizes) > 1:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    return [tuple(sizes)] * len(sizes)
+
+
+def _at_least(shape, rank):
+    """``shape`` as NumPy's ``atleast_1d``/``2d``/``3d`` make it."""
+    if len(shape) >= rank:
+        return shape
+    if rank == 3 and len(shape) == 2:
+        return shape + (1,)
+    if rank == 3 and len(shape) == 1:
+        return (1,) + shape + (1,)
+    return (1,) * (rank - len(shape)) + shape
+
+
+def _stack_along(axis, rank):
+    """``vstack`` (axis 0, rank 2), ``hstack`` (axis 1; 0 for vectors) and ``dstack`` (axis 2,
+    rank 3): the inputs made at least ``rank``-D, then concatenated."""
+    def rule(a):
+        xs = [_at_least(_shape(x), rank) for x in a["xs"]]
+        return _concatenated(xs, 0 if axis == 1 and len(xs[0]) == 1 else axis)
+    return rule
+
+
+def _cumulative(a):
+    x = _shape(a["x"])
+    return (_flat_size(x),) if a["axis"] is None else x
+
+
+def _unravel_index(a):
+    return [_shape(a["indices"])] * len(tuple(a["shape"]))
+
+
+def _argpartition(a):
+    if not isinstance(a["kth"], (int, np.integer)):
+        raise ValueError(f"argpartition: `kth` must be an int. Received: kth={a['kth']!r}")
+    return _shape(a["x"])
+
+
+def _average(a):
+    x, weights, axis = _shape(a["x"]), a["weights"], a["axis"]
+    if weights is not None:
+        w = _shape(weights)
+        if w != x and (axis is None or len(w) != 1):
+            raise ValueError(f"average: `weights` must have the shape of `x` or, with one "
+                             f"`axis`, its length. Received: x.shape={x}, weights.shape={w}")
+    return shapes.reduce_shape(x, axis)
 
 
 def _matmul(a):
@@ -192,7 +357,11 @@ RULES.update({
     "take": _take, "take_along_axis": _take_along_axis,
     "one_hot": _one_hot,
     "concatenate": _concatenate,
-    "matmul": _matmul,
+    "matmul": _matmul, "dot": _dot, "inner": _inner, "tensordot": _tensordot, "einsum": _einsum,
+    "cross": _cross, "repeat": _repeat, "broadcast_to": _broadcast_to, "meshgrid": _meshgrid,
+    "vstack": _stack_along(0, 2), "hstack": _stack_along(1, 1), "dstack": _stack_along(2, 3),
+    "nancumsum": _cumulative, "nancumprod": _cumulative, "unravel_index": _unravel_index,
+    "argpartition": _argpartition, "average": _average,
 })
 
 

@@ -80,3 +80,42 @@ def test_rule_ops_replay_in_a_model():
     model = models.Model([a, b], pieces[2])
     x, y = np.arange(6, dtype="float32").reshape(2, 3), np.ones((2, 1), "float32")
     np.testing.assert_allclose(model.predict([x, y], verbose=0), x[:, 2:] + 1)
+
+
+def test_contractions():
+    x, y, z = K((None, 3)), K((3, 2)), K((None, None, 2))
+    assert (ops.dot(x, y).shape, ops.dot(x, 2).shape, ops.dot(x, z).shape) == \
+        ((None, 2), (None, 3), (None, None, 2))
+    assert ops.inner(K((2, 3)), K((2, 3))).shape == (2, 2)
+    assert ops.tensordot(K((2, 3, 3)), K((3, 3, 4)), axes=[[1, 2], [0, 1]]).shape == (2, 4)
+    assert ops.einsum("ij,jk->ikj", x, K((3, 4))).shape == (None, 4, 3)
+    assert ops.einsum("ii", x).shape == ()
+    assert ops.einsum("...,...j->...j", K((None, 3, 4)), K((None, 4, 5))).shape == \
+        (None, 3, 4, 5)
+    assert ops.cross(K((1, 3, 2)), K((None, 1, 2))).shape == (None, 3)
+    with pytest.raises(ValueError):
+        ops.dot(K((2, 3)), K((2, 3)))
+
+
+def test_more_families():
+    x = K((None, 3))
+    assert [ops.repeat(x, 2).shape, ops.repeat(x, [1, 2], axis=0).shape] == [(None,), (None, 3)]
+    assert ops.broadcast_to(x, (2, 3, 3)).shape == (2, 3, 3)
+    assert [t.shape for t in ops.meshgrid(K((2, 3)), K((2, 3, 4)))] == [(24, 6)] * 2
+    assert ops.vstack([x, K((None, None))]).shape == (None, 3)
+    assert ops.dstack([x, K((None, None))]).shape == (None, 3, 2)
+    assert ops.nancumsum(x).shape == (None,)
+    assert [t.shape for t in ops.unravel_index(K((None, 4), "int32"), (3, 4))] == [(None, 4)] * 2
+    assert ops.average(x, axis=1, weights=K((3,))).shape == (None,)
+    with pytest.raises(ValueError):
+        ops.argpartition(x, (1, 3))
+    with pytest.raises(ValueError):
+        ops.repeat(K((2, 3)), [1, 1])
+
+
+def test_tensor_after_a_left_out_default_goes_by_name():
+    # average(x, axis=None, weights=w): the node must not pass w in axis's place
+    a, w = layers.Input((3,)), layers.Input((3,))
+    model = models.Model([a, w], ops.average(a, weights=w))
+    x, weights = np.arange(6, dtype="float32").reshape(2, 3), np.ones((2, 3), "float32")
+    np.testing.assert_allclose(ops.convert_to_numpy(model([x, weights])), x.mean(), rtol=1e-6)
