@@ -119,3 +119,28 @@ def test_tensor_after_a_left_out_default_goes_by_name():
     model = models.Model([a, w], ops.average(a, weights=w))
     x, weights = np.arange(6, dtype="float32").reshape(2, 3), np.ones((2, 3), "float32")
     np.testing.assert_allclose(ops.convert_to_numpy(model([x, weights])), x.mean(), rtol=1e-6)
+
+
+def test_convolution_and_pooling_windows():
+    assert ops.conv(K((None, 8, None, 8, 3)), K((3, 3, 3, 3, 2))).shape == (None, 6, None, 6, 2)
+    assert ops.conv(K((2, 20, 3)), K((4, 3, 2)), (2,), dilation_rate=2).shape == (2, 7, 2)
+    assert ops.separable_conv(K((None, 20, 3)), K((4, 3, 2)), K((1, 6, 5))).shape == \
+        (None, 17, 5)
+    assert ops.conv_transpose(K((None, 4, 3)), K((3, 5, 3)), 2, output_padding=1).shape == \
+        (None, 10, 5)
+    assert ops.average_pool(K((None, 8, None, 3)), (3, 3), 2, padding="same").shape == \
+        (None, 4, None, 3)
+    with pytest.raises(ValueError, match="input channels must match the kernel"):
+        ops.conv(K((2, 10, 3)), K((3, 5, 4)))
+    with pytest.raises(ValueError, match="input channels must match the kernel"):
+        ops.conv_transpose(K((2, 4, 3)), K((2, 4, 5)), 2)
+    assert ops.conv_transpose(K((2, 4, None)), K((2, 4, 5)), 2).shape == (2, 8, 4)
+
+
+def test_normalization_and_attention():
+    assert ops.layer_normalization(K((None, 8, 16)), K((None, 16)), K((None, 16))).shape == \
+        (None, 8, 16)
+    q, kv = K((None, None, 8, 16)), K((None, None, 6, 16))
+    assert ops.dot_product_attention(q, kv, kv).shape == (None, None, 8, 16)
+    with pytest.raises(ValueError, match="`offset` must be a vector of length"):
+        ops.batch_normalization(K((None, 3, 4, 5)), K((5,)), K((5,)), axis=-1, offset=K((3,)))
