@@ -415,6 +415,25 @@ def _attention(a):
     return q[:-1] + v[-1:]
 
 
+def _slice(a):
+    x, sizes = _shape(a["inputs"]), tuple(a["shape"])
+    starts = a["start_indices"]
+    known = not hasattr(starts, "shape")
+    control.check_slice_lengths(len(x), len(starts) if known else _shape(starts)[0], len(sizes))
+    return tuple(n if n != -1 else None if d is None or not known else d - int(s)
+                 for d, s, n in zip(x, starts if known else sizes, sizes))
+
+
+def _unstack(a):
+    x = _shape(a["x"])
+    axis = shapes.canonicalize_axis(a["axis"], len(x))
+    count = x[axis] if a["num"] is None else a["num"]
+    if count is None:
+        raise ValueError(f"unstack: cannot unstack axis {axis} of unknown size without `num`. "
+                         f"Received: x.shape={x}")
+    return [x[:axis] + x[axis + 1:]] * count
+
+
 def _matmul(a):
     return shapes.compute_matmul_output_shape(_shape(a["x1"]), _shape(a["x2"]))
 
@@ -456,7 +475,7 @@ RULES.update({
     "conv_transpose": _conv_transpose, "max_pool": _pool, "average_pool": _pool,
     "batch_normalization": _batch_normalization,
     "layer_normalization": _elementwise(1), "rms_normalization": _elementwise(1),
-    "dot_product_attention": _attention,
+    "dot_product_attention": _attention, "slice": _slice, "unstack": _unstack,
 })
 
 

@@ -96,9 +96,27 @@ def associative_scan(f, elems, reverse=False, axis=0):
 
 @op
 def slice(inputs, start_indices, shape):  # noqa: A001
-    """The block of ``inputs`` starting at ``start_indices`` with size ``shape``."""
-    key = tuple(_slice(int(s), int(s) + int(n)) for s, n in zip(start_indices, shape))
+    """The block of ``inputs`` starting at ``start_indices`` with size ``shape`` (a size of -1:
+    to the end of that axis).
+
+    Raises:
+        ValueError: when ``start_indices`` or ``shape`` does not have one entry per axis.
+    """
+    inputs = convert_to_tensor(inputs)
+    check_slice_lengths(inputs.ndim, len(start_indices), len(shape))
+    key = tuple(_slice(int(s), None if int(n) == -1 else int(s) + int(n))
+                for s, n in zip(start_indices, shape))
     return getitem(inputs, key)
+
+
+def check_slice_lengths(ndim, starts, sizes):
+    """Raise ValueError unless ``slice`` has one start and one size per axis of ``inputs``."""
+    if sizes != ndim:
+        raise ValueError(f"slice: the number of dimensions in `inputs` must match the number of "
+                         f"dimensions in `shape`. Received: {ndim} and {sizes}")
+    if starts != ndim:
+        raise ValueError(f"slice: the number of dimensions in `start_indices` must match the "
+                         f"number of dimensions in `inputs`. Received: {starts} and {ndim}")
 
 
 

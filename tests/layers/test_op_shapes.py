@@ -144,3 +144,16 @@ def test_normalization_and_attention():
     assert ops.dot_product_attention(q, kv, kv).shape == (None, None, 8, 16)
     with pytest.raises(ValueError, match="`offset` must be a vector of length"):
         ops.batch_normalization(K((None, 3, 4, 5)), K((5,)), K((5,)), axis=-1, offset=K((3,)))
+
+
+def test_slice_and_unstack():
+    assert ops.slice(K((None, 3)), (1, 1), (-1, -1)).shape == (None, 2)
+    assert ops.slice(K((3, 3)), K((2,), "int32"), (-1, -1)).shape == (None, None)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(ops.slice(np.arange(9).reshape(3, 3), (1, 1), (-1, -1))),
+        [[4, 5], [7, 8]])
+    with pytest.raises(ValueError, match="dimensions in `inputs` must match.* dimensions in"):
+        ops.slice(K((3, 3)), (1, 1), (2, 2, 2))
+    assert [t.shape for t in ops.unstack(K((2, None, None)), num=3, axis=1)] == [(2, None)] * 3
+    with pytest.raises(ValueError, match="without `num`"):
+        ops.unstack(K((None, 3)))
