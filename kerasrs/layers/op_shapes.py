@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from kerasrs.backend import settings
-from kerasrs.ops import control
+from kerasrs.ops import control, fourier
 from kerasrs.ops import operation_utils as shapes
 
 
@@ -434,6 +434,27 @@ def _unstack(a):
     return [x[:axis] + x[axis + 1:]] * count
 
 
+def _defined_axes(op, count, rank, what):
+    """A rule for ops needing their last ``count`` axes known: the input shape(s) unchanged."""
+    def rule(a):
+        x = a["x"]
+        pair = isinstance(x, (tuple, list))
+        shape = _shape(x[0] if pair else x)
+        fourier.check_rank(op, shape, rank)
+        if None in shape[len(shape) - count:]:
+            raise ValueError(f"{op}: Input should have its {what} fully-defined. Received: "
+                             f"input.shape={shape}")
+        return [shape, shape] if pair else shape
+    return rule
+
+
+def _qr(a):
+    x = _defined_axes("qr", 2, 2, "last 2 dimensions")(a)
+    m, n = x[-2], x[-1]
+    k = min(m, n) if a["mode"] == "reduced" else m
+    return [x[:-2] + (m, k), x[:-2] + (k, n)]
+
+
 def _matmul(a):
     return shapes.compute_matmul_output_shape(_shape(a["x1"]), _shape(a["x2"]))
 
@@ -476,6 +497,9 @@ RULES.update({
     "batch_normalization": _batch_normalization,
     "layer_normalization": _elementwise(1), "rms_normalization": _elementwise(1),
     "dot_product_attention": _attention, "slice": _slice, "unstack": _unstack,
+    "fft": _defined_axes("fft", 1, 1, "last dimension"),
+    "fft2": _defined_axes("fft2", 2, 2, "last 2 axes"),
+    "ifft2": _defined_axes("ifft2", 2, 2, "last 2 axes"), "qr": _qr,
 })
 
 

@@ -15,11 +15,19 @@ def _split(packed):
     return getitem(packed, (Ellipsis, 0)), getitem(packed, (Ellipsis, 1))
 
 
-def _pair(x, op):
-    """``(real, imag)`` as float Tensors of one shape.
+def check_rank(op, shape, rank):
+    """Raise ValueError (Keras's phrase) when ``shape`` has fewer than ``rank`` axes."""
+    if len(shape) < rank:
+        raise ValueError(f"{op}: Input should have rank >= {rank}. Received: input.shape="
+                         f"{tuple(shape)}")
+
+
+def _pair(x, op, rank=1):
+    """``(real, imag)`` as float Tensors of one shape with at least ``rank`` axes.
 
     Raises:
-        ValueError: naming ``op``, unless ``x`` is a tuple or list of two tensors of one shape.
+        ValueError: naming ``op``, unless ``x`` is a tuple or list of two tensors of one shape
+            with at least ``rank`` axes.
     """
     if not isinstance(x, (tuple, list)) or len(x) != 2:
         raise ValueError(f"{op}: Input `x` should be a tuple of two tensors - real and "
@@ -29,6 +37,7 @@ def _pair(x, op):
         raise ValueError(f"{op}: Input `x` should be a tuple of two tensors - real and "
                          f"imaginary. Both the real and imaginary parts should have the same "
                          f"shape. Received: shapes {re.shape} and {im.shape}")
+    check_rank(op, re.shape, rank)
     if re.dtype.kind != "f":
         re = math.cast(re, "float32")
     if im.dtype.kind != "f":
@@ -70,13 +79,13 @@ def fft(x):
 @op
 def fft2(x):
     """2-D FFT over the last two axes of ``(real, imag)``; returns a pair."""
-    return _split(FFT(2, False).apply(*_pair(x, "fft2")))
+    return _split(FFT(2, False).apply(*_pair(x, "fft2", 2)))
 
 
 @op
 def ifft2(x):
     """Inverse 2-D FFT over the last two axes of ``(real, imag)``; returns a pair."""
-    return _split(FFT(2, True).apply(*_pair(x, "ifft2")))
+    return _split(FFT(2, True).apply(*_pair(x, "ifft2", 2)))
 
 
 class RFFT(Function):
@@ -106,6 +115,7 @@ def rfft(x, fft_length=None):
     """FFT of a real signal over its last axis: ``(real, imag)`` of length
     ``fft_length // 2 + 1`` (the signal is cut or zero-padded to ``fft_length``)."""
     x = convert_to_tensor(x)
+    check_rank("rfft", x.shape, 1)
     if x.dtype.kind != "f":
         x = math.cast(x, "float32")
     return _split(RFFT(fft_length).apply(x))
@@ -161,6 +171,7 @@ def extract_sequences(x, sequence_length, sequence_stride):
     """Frames of the last axis: (..., n) -> (..., num_frames, sequence_length), with
     ``num_frames = 1 + (n - sequence_length) // sequence_stride``."""
     x = convert_to_tensor(x)
+    check_rank("extract_sequences", x.shape, 1)
     n = x.shape[-1]
     frames = 1 + (n - sequence_length) // sequence_stride
     idx = np.arange(frames)[:, None] * sequence_stride + np.arange(sequence_length)[None, :]
@@ -209,6 +220,7 @@ def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="
           center=True):
     """Inverse of `stft`: windowed overlap-add of the inverse FFTs, divided by the summed
     squared window (the least-squares inverse, Griffin & Lim 1984)."""
+    _pair(x, "istft", 2)
     frames = irfft(x, fft_length)
     n_frames = frames.shape[-2]
     dtype = frames.dtype

@@ -157,3 +157,16 @@ def test_slice_and_unstack():
     assert [t.shape for t in ops.unstack(K((2, None, None)), num=3, axis=1)] == [(2, None)] * 3
     with pytest.raises(ValueError, match="without `num`"):
         ops.unstack(K((None, 3)))
+
+
+def test_fourier_and_qr_need_known_axes():
+    assert [t.shape for t in ops.fft((K((None, 4)), K((None, 4))))] == [(None, 4)] * 2
+    assert [t.shape for t in ops.linalg.qr(K((None, 5, 4)))] == [(None, 5, 4), (None, 4, 4)]
+    with pytest.raises(ValueError, match="last dimension fully-defined"):
+        ops.fft((K((None,)), K((None,))))
+    with pytest.raises(ValueError, match="last 2 dimensions fully-defined"):
+        ops.linalg.qr(K((None, 4)))
+    with pytest.raises(ValueError, match="Input should have rank >= 2"):
+        ops.linalg.qr(np.zeros(3))
+    with pytest.raises(ValueError, match="Input should have rank >= 1"):
+        ops.rfft(np.array(5.0))
