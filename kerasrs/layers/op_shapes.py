@@ -84,19 +84,32 @@ def _array_split(a):
 
 
 def _square_matrices(name):
+    """Linear algebra on square matrices: the last two sizes known and equal, as Keras."""
     def rule(a):
         x = _shape(a[name])
-        if len(x) < 2 or (x[-1] is not None and x[-2] is not None and x[-1] != x[-2]):
-            raise ValueError(f"Expected input to be a square matrix (or a batch of them), "
-                             f"that is a tensor of rank >= 2 whose last two sizes are equal. "
+        if len(x) < 2 or None in x[-2:] or x[-1] != x[-2]:
+            raise ValueError(f"Expected input to be a square matrix (or a batch of them): a "
+                             f"tensor of rank >= 2 whose last two sizes are known and equal. "
                              f"Received: {name}.shape={x}")
         return x
     return rule
 
 
 def _solve(a):
-    _square_matrices("a")(a)
-    return _shape(a["b"])
+    n = _square_matrices("a")(a)[-1]
+    b = _shape(a["b"])
+    rows = b[-1] if len(b) == len(_shape(a["a"])) - 1 else b[-2] if len(b) > 1 else None
+    if rows != n:
+        raise ValueError(f"Expected `b` to have {n} rows (the size of the square `a`). "
+                         f"Received: a.shape={_shape(a['a'])}, b.shape={b}")
+    return b
+
+
+def _matrix_rank(a):
+    x = _shape(a["x"])
+    if len(x) < 2:
+        raise ValueError(f"matrix_rank: Input should have rank >= 2. Received: x.shape={x}")
+    return x[:-2]
 
 
 def _lu_factor(a):
@@ -476,7 +489,7 @@ RULES.update({
     "dsplit": _split(2),
     "cholesky": _square_matrices("x"), "inv": _square_matrices("x"),
     "cholesky_inverse": _square_matrices("x"), "solve": _solve, "solve_triangular": _solve,
-    "lu_factor": _lu_factor,
+    "lu_factor": _lu_factor, "matrix_rank": _matrix_rank,
     "segment_sum": _segment, "segment_max": _segment,
     "reshape": _reshape, "transpose": _transpose,
     "take": _take, "take_along_axis": _take_along_axis,

@@ -170,3 +170,14 @@ def test_fourier_and_qr_need_known_axes():
         ops.linalg.qr(np.zeros(3))
     with pytest.raises(ValueError, match="Input should have rank >= 1"):
         ops.rfft(np.array(5.0))
+
+
+def test_square_matrix_ops_need_known_square_axes():
+    assert ops.linalg.solve(K((None, 20, 20)), K((None, 20))).shape == (None, 20)
+    assert ops.linalg.matrix_rank(K((None, 4, 5))).shape == (None,)
+    for call in (lambda: ops.linalg.inv(K((None, None, 20))),
+                 lambda: ops.linalg.inv(K((None, 20, 15))),
+                 lambda: ops.linalg.solve(K((None, 20, 20)), K((None, None, 5))),
+                 lambda: ops.linalg.matrix_rank(K((None,)))):
+        with pytest.raises(ValueError):
+            call()
