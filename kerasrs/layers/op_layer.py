@@ -146,6 +146,8 @@ class OpLayer(base.Layer):
         if shapes is None:
             specs = node._probe_spec(self, args, kwargs)
             return node.map_structure(lambda s: node.SymbolicTensor(s.shape, s.dtype), specs)
+        if any(isinstance(t, node.SymbolicTensor) for t in autodiff._flatten(shapes)):
+            return shapes  # a control-flow rule: the outputs themselves
         single = node._is_shape(shapes)
         shapes = [shapes] if single else list(shapes)
         dtypes = self._probe_dtypes(args, kwargs, len(shapes))

@@ -9,14 +9,18 @@ here gives the output shape from the input shapes and arguments, as Keras's
 ``compute_output_spec`` does; the dtype still comes from a probe (see `OpLayer`).
 
 Each rule takes the op's bound arguments (a dict by parameter name, tensors as `SymbolicTensor`,
-arrays or numbers) and returns a shape (a tuple of ints and None) or a list of shapes.
+arrays or numbers) and returns a shape (a tuple of ints and None) or a list of shapes; the
+control-flow ops' rules return their symbolic outputs themselves (any structure, with dtypes),
+found by calling the op's function on symbolic tensors as Keras does.
 """
 
 import math
 
 import numpy as np
 
+from kerasrs import autodiff
 from kerasrs.backend import settings
+from kerasrs.layers import node
 from kerasrs.ops import control, fourier
 from kerasrs.ops import operation_utils as shapes
 
@@ -468,6 +472,39 @@ def _qr(a):
     return [x[:-2] + (m, k), x[:-2] + (k, n)]
 
 
+def _like(structure, shape_of=lambda s: s):
+    """Symbolic tensors shaped ``shape_of(t.shape)`` with the dtypes of ``structure``'s."""
+    return node.map_structure(
+        lambda t: node.SymbolicTensor(shape_of(tuple(t.shape)), t.dtype), structure)
+
+
+def _probe_function(fn, structure):
+    """The symbolic outputs of ``fn`` on symbolic ``structure``, found as `kerasrs.layers.node`
+    probes a layer: ``fn`` runs on zeros whose unknown axes are 2, then 3 (ops called inside an
+    op cannot record nodes, so ``fn`` cannot simply run on the symbolic tensors)."""
+    runs = []
+    for size in node._PROBE_SIZES:
+        zeros = node.map_structure(lambda t: autodiff.convert_to_tensor(np.zeros(
+            tuple(size if d is None else d for d in t.shape), t.dtype)), structure)
+        with autodiff.no_grad(), np.errstate(all="ignore"):
+            runs.append(fn(zeros))
+    flat = [node.SymbolicTensor(tuple(p if p == q else None for p, q in zip(x.shape, y.shape)),
+                                x.dtype.name)
+            for x, y in zip(autodiff._flatten(runs[0]), autodiff._flatten(runs[1]))]
+    return autodiff._pack(runs[0], iter(flat))
+
+
+def _map(fn_param, xs_param):
+    """``map`` / ``vectorized_map``: the function's outputs on one element, stacked along a
+    new first axis of the elements' length."""
+    def rule(a):
+        xs = a[xs_param]
+        length = autodiff._flatten(xs)[0].shape[0]
+        out = _probe_function(a[fn_param], _like(xs, lambda s: s[1:]))
+        return _like(out, lambda s: (length,) + s)
+    return rule
+
+
 def _matmul(a):
     return shapes.compute_matmul_output_shape(_shape(a["x1"]), _shape(a["x2"]))
 
@@ -510,6 +547,10 @@ RULES.update({
     "batch_normalization": _batch_normalization,
     "layer_normalization": _elementwise(1), "rms_normalization": _elementwise(1),
     "dot_product_attention": _attention, "slice": _slice, "unstack": _unstack,
+    "map": _map("f", "xs"), "vectorized_map": _map("function", "elements"),
+    "while_loop": lambda a: _like(a["loop_vars"]),
+    "associative_scan": lambda a: _like(a["elems"]),
+    "ctc_loss": lambda a: _shape(a["target"])[:1], "psnr": lambda a: (),
     "fft": _defined_axes("fft", 1, 1, "last dimension"),
     "fft2": _defined_axes("fft2", 2, 2, "last 2 axes"),
     "ifft2": _defined_axes("ifft2", 2, 2, "last 2 axes"), "qr": _qr,

@@ -181,3 +181,17 @@ def test_square_matrix_ops_need_known_square_axes():
                  lambda: ops.linalg.matrix_rank(K((None,)))):
         with pytest.raises(ValueError):
             call()
+
+
+def test_control_flow_on_symbolic_inputs():
+    assert ops.map(lambda x: {"a": x ** 2, "b": x * 10}, K((None, 5)))["b"].shape == (None, 5)
+    assert ops.vectorized_map(lambda x: ops.sum(x), K((6, 5))).shape == (6,)
+    assert ops.while_loop(lambda a: a[0] < 10, lambda a: a + 1, K((None,))).shape == (None,)
+    out = ops.associative_scan(lambda x, y: (x[0] + y[0], x[1] + y[1]),
+                               (K((5, None)), K((5, None))), axis=0)
+    assert out[0].shape == (5, None)
+    assert ops.ctc_loss(K((10, 3), "int32"), K((10, 3, 4)), K((10,), "int32"),
+                        K((10,), "int32")).shape == (10,)
+    i = layers.Input((5,))
+    model = models.Model(i, ops.map(lambda x: x * 2, i))
+    np.testing.assert_allclose(model.predict(np.ones((3, 5), "float32"), verbose=0), 2.0)
