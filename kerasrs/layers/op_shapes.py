@@ -505,6 +505,38 @@ def _map(fn_param, xs_param):
     return rule
 
 
+class IndexingError(IndexError, ValueError):
+    """A bad index on a symbolic tensor: an IndexError as in NumPy, a ValueError as in Keras."""
+
+
+def _getitem(a):
+    """Basic indexing (ints, slices, ``None``, ``...``): a slice of an unknown axis is unknown;
+    keys with index tensors have no rule (the probe answers them)."""
+    x, key = _shape(a["x"]), a["key"]
+    key = key if isinstance(key, tuple) else (key,)
+    if not all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))
+               for k in key):
+        return None
+    used = sum(k is not None and k is not Ellipsis for k in key)
+    if sum(k is Ellipsis for k in key) > 1 or used > len(x):
+        raise IndexingError(f"getitem: too many indices (or more than one `...`) for a tensor of "
+                         f"shape {x}. Received: key={key!r}")
+    i = key.index(Ellipsis) if Ellipsis in key else len(key)
+    key = key[:i] + (slice(None),) * (len(x) - used) + key[i + 1:]
+    out, sizes = [], iter(x)
+    for k in key:
+        if k is None:
+            out.append(1)
+            continue
+        size = next(sizes)
+        if isinstance(k, slice):
+            out.append(None if size is None else len(range(*k.indices(size))))
+        elif size is not None and not -size <= k < size:
+            raise IndexingError(f"getitem: index {k} is out of bounds for an axis of size {size}. "
+                             f"Received: x.shape={x}, key={a['key']!r}")
+    return tuple(out)
+
+
 def _matmul(a):
     return shapes.compute_matmul_output_shape(_shape(a["x1"]), _shape(a["x2"]))
 
@@ -532,7 +564,7 @@ RULES.update({
     "take": _take, "take_along_axis": _take_along_axis,
     "one_hot": _one_hot,
     "concatenate": _concatenate,
-    "matmul": _matmul, "dot": _dot, "inner": _inner, "tensordot": _tensordot, "einsum": _einsum,
+    "getitem": _getitem, "get_item": _getitem, "matmul": _matmul, "dot": _dot, "inner": _inner, "tensordot": _tensordot, "einsum": _einsum,
     "cross": _cross, "repeat": _repeat, "broadcast_to": _broadcast_to, "meshgrid": _meshgrid,
     "vstack": _stack_along(0, 2), "hstack": _stack_along(1, 1), "dstack": _stack_along(2, 3),
     "nancumsum": _cumulative, "nancumprod": _cumulative, "unravel_index": _unravel_index,
@@ -559,7 +591,8 @@ RULES.update({
 
 def rule_for(name, arguments):
     """The output shape(s) by the rule for op ``name``, or None when it has none (or, for
-    ``where``, when only the condition is given: that is ``nonzero``)."""
+    ``where``, when only the condition is given: that is ``nonzero``; for ``getitem``, when the
+    key holds index tensors)."""
     rule = RULES.get(name)
     if name == "where" and arguments.get("x1") is not None:
         rule = _elementwise(3)

@@ -195,3 +195,16 @@ def test_control_flow_on_symbolic_inputs():
     i = layers.Input((5,))
     model = models.Model(i, ops.map(lambda x: x * 2, i))
     np.testing.assert_allclose(model.predict(np.ones((3, 5), "float32"), verbose=0), 2.0)
+
+
+def test_basic_indexing_of_unknown_axes():
+    x = K((None, 5, 16))
+    assert ops.get_item(x, 5).shape == (5, 16)  # an index beyond the probe's size of 2
+    assert x[:, np.newaxis, ...].shape == (None, 1, 5, 16)
+    assert x[:5, 3:, 3:12:2].shape == (None, 2, 5)
+    assert x[np.array([0, 1])].shape == (2, 5, 16)
+    for key in (np.s_[:, 17, :], np.s_[..., 5, ...], np.s_[:, :, :, :]):
+        with pytest.raises(ValueError):
+            x[key]
+        with pytest.raises(IndexError):
+            x[key]
