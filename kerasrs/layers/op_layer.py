@@ -257,12 +257,6 @@ def symbolic_op(fn, args, kwargs):
     name = fn.__name__
     if name in _STATIC and len(args) == 1 and not kwargs:
         return _STATIC[name](args[0])
-    if name == "size":
-        x = args[0] if args else kwargs.get("x")
-        if None not in x.shape:
-            return int(np.prod(x.shape, dtype="int64"))
-        raise ValueError(f"size: the size of a symbolic tensor with unknown axes is unknown. "
-                         f"Received: shape {x.shape}")
     if name == "getitem" and len(args) == 2 and isinstance(args[1], list):
         # a list key is an index array; in a saved key a list means a tuple (JSON has none)
         args = (args[0], np.asarray(args[1]))

@@ -83,6 +83,11 @@ def _split(axis):
     return rule
 
 
+def _hsplit(a):
+    """``hsplit`` splits axis 1, or axis 0 of a vector (as NumPy)."""
+    return _split(1 if len(_shape(a["x"])) > 1 else 0)(a)
+
+
 def _array_split(a):
     return _split(0)({**a, "_even": False})
 
@@ -164,10 +169,10 @@ def _concatenate(a):
 
 
 def _concatenated(xs, axis):
-    """The shape of concatenating tensors of shapes ``xs`` along ``axis`` (None: flattened)."""
-    if axis is None:
-        sizes = [None if None in s else math.prod(s) for s in xs]
-        return (None if None in sizes else sum(sizes),)
+    """The shape of concatenating tensors of shapes ``xs`` along ``axis``."""
+    if axis is None:  # Keras refuses it on symbolic tensors (eager calls flatten, as NumPy)
+        raise ValueError("concatenate: `axis=None` (flattening) is not supported on symbolic "
+                         f"tensors. Received: shapes {xs}")
     rank = len(xs[0])
     if any(len(s) != rank for s in xs):
         raise ValueError(f"concatenate: all inputs must have the same rank. Received: shapes "
@@ -212,7 +217,38 @@ def _inner(a):
     x, y = _shape(a["x1"]), _shape(a["x2"])
     if not x or not y:
         return x or y
-    return _contract(x, y, [len(x) - 1], [len(y) - 1])
+    if None not in (x[-1], y[-1]) and x[-1] != y[-1]:
+        raise ValueError(f"inner: the last dimension of `x1` and `x2` must match. Received: "
+                         f"x1.shape={x}, x2.shape={y}")
+    return x[:-1] + y[:-1]
+
+
+def _outer(a):
+    return (_flat_size(_shape(a["x1"])), _flat_size(_shape(a["x2"])))
+
+
+def _diag(a):
+    x, k = _shape(a["x"]), int(a["k"])
+    if len(x) == 1:
+        n = None if x[0] is None else x[0] + abs(k)
+        return (n, n)
+    if len(x) != 2:
+        raise ValueError(f"diag: `x` must be 1-D or 2-D. Received: x.shape={x}")
+    if None in x:
+        return (None,)
+    rows, cols = x
+    return (max(0, min(rows + min(k, 0), cols - max(k, 0))),)
+
+
+def _roll(a):
+    x, axis = _shape(a["x"]), a["axis"]
+    for ax in () if axis is None else _axes_of(axis):
+        shapes.canonicalize_axis(ax, len(x))
+    return x
+
+
+def _axes_of(axis):
+    return tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
 
 
 def _tensordot(a):
@@ -243,12 +279,8 @@ def _einsum(a):
         if len(term) != len(shape):
             raise ValueError(f"einsum: subscripts {term!r} for an operand of shape "
                              f"{_shape(operand)}. Received: subscripts={subscripts!r}")
-        for label, size in zip(term, shape):
-            known = sizes.get(label)
-            if None not in (known, size) and known != size and 1 not in (known, size):
-                raise ValueError(f"einsum: label {label!r} has sizes {known} and {size}. "
-                                 f"Received: subscripts={subscripts!r}")
-            sizes[label] = size if known in (None, 1) else known
+        for label, size in zip(term, shape):  # Keras does not check that sizes agree
+            sizes[label] = size if sizes.get(label) in (None, 1) else sizes[label]
     if not _:
         labels = inputs.replace(",", "").replace("...", "")
         output = ("..." if ellipsis else "") + "".join(
@@ -554,7 +586,7 @@ RULES.update({
     "allclose": lambda a: _elementwise(2)(a) and (),
     "bitwise_invert": _elementwise(1), "bitwise_not": _elementwise(1),
     "linspace": _space, "logspace": _space, "geomspace": _space,
-    "split": _split(0), "array_split": _array_split, "vsplit": _split(0), "hsplit": _split(1),
+    "split": _split(0), "array_split": _array_split, "vsplit": _split(0), "hsplit": _hsplit,
     "dsplit": _split(2),
     "cholesky": _square_matrices("x"), "inv": _square_matrices("x"),
     "cholesky_inverse": _square_matrices("x"), "solve": _solve, "solve_triangular": _solve,
@@ -564,7 +596,10 @@ RULES.update({
     "take": _take, "take_along_axis": _take_along_axis,
     "one_hot": _one_hot,
     "concatenate": _concatenate,
-    "getitem": _getitem, "get_item": _getitem, "matmul": _matmul, "dot": _dot, "inner": _inner, "tensordot": _tensordot, "einsum": _einsum,
+    "getitem": _getitem, "get_item": _getitem, "roll": _roll, "diag": _diag,
+    "nonzero": lambda a: [(None,)] * len(_shape(a["x"])),
+    "matmul": _matmul, "outer": _outer, "dot": _dot, "inner": _inner, "tensordot": _tensordot,
+    "einsum": _einsum,
     "cross": _cross, "repeat": _repeat, "broadcast_to": _broadcast_to, "meshgrid": _meshgrid,
     "vstack": _stack_along(0, 2), "hstack": _stack_along(1, 1), "dstack": _stack_along(2, 3),
     "nancumsum": _cumulative, "nancumprod": _cumulative, "unravel_index": _unravel_index,
@@ -582,6 +617,7 @@ RULES.update({
     "map": _map("f", "xs"), "vectorized_map": _map("function", "elements"),
     "while_loop": lambda a: _like(a["loop_vars"]),
     "associative_scan": lambda a: _like(a["elems"]),
+    "size": lambda a: node.SymbolicTensor((), "int32"),
     "ctc_loss": lambda a: _shape(a["target"])[:1], "psnr": lambda a: (),
     "fft": _defined_axes("fft", 1, 1, "last dimension"),
     "fft2": _defined_axes("fft2", 2, 2, "last 2 axes"),

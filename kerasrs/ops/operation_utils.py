@@ -235,7 +235,8 @@ def compute_take_along_axis_output_shape(input_shape, indices_shape, axis):
         raise ValueError(f"`x` and `indices` must have the same number of dimensions. "
                          f"Received: x.shape={tuple(input_shape)}, "
                          f"indices.shape={tuple(indices_shape)}")
-    shape[canonicalize_axis(axis, len(shape))] = indices_shape[axis]
+    axis = canonicalize_axis(axis, len(shape))
+    shape[axis] = indices_shape[axis]
     return broadcast_shapes(shape, indices_shape)
 
 
