@@ -21,6 +21,7 @@ from kerasrs.preprocessing.audio_dataset import audio_dataset_from_directory  # 
 from kerasrs.preprocessing.datasets import (  # noqa: F401
     image_dataset_from_directory, text_dataset_from_directory, timeseries_dataset_from_array)
 from kerasrs.preprocessing.image import array_to_img, img_to_array, load_img, save_img  # noqa: F401
+from kerasrs.ops.operation_utils import get_source_inputs  # noqa: F401
 from kerasrs.preprocessing.sequence import pad_sequences  # noqa: F401
 from kerasrs.registry import (  # noqa: F401
     CustomObjectScope, get_custom_objects, get_registered_name, get_registered_object,
@@ -85,20 +86,6 @@ def normalize(x, axis=-1, order=2):
         norm[norm == 0] = 1
         return x / np.expand_dims(norm, axis)
     return ops.normalize(x, axis=axis, order=order)
-
-
-def get_source_inputs(tensor):
-    """The `Input` tensors a symbolic ``tensor`` was computed from, as a list."""
-    history = getattr(tensor, "_keras_history", None)
-    if history is None:
-        return [tensor]
-    node = history[0]._inbound_nodes[history[1]]
-    if node.is_input:
-        return list(node.outputs)
-    out = []
-    for t in node.input_tensors:
-        out.extend(s for s in get_source_inputs(t) if all(s is not o for o in out))
-    return out
 
 
 class Config:

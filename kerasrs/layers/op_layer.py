@@ -39,7 +39,7 @@ import numpy as np
 
 from kerasrs import autodiff, ops
 from kerasrs import backend as backend_module
-from kerasrs.layers import base, node
+from kerasrs.layers import base, node, op_shapes
 from kerasrs.ops import dispatch
 
 _CLASS_NAMES = {"getitem": "GetItem"}  # Keras's class names where CamelCase(name) differs
@@ -111,12 +111,18 @@ class OpLayer(base.Layer):
         return self.call(*args, **kwargs)
 
     def call(self, *args, **kwargs):
+        args, kwargs = self._op_arguments(args, kwargs)
+        return self.op(*args, **kwargs)
+
+    def _op_arguments(self, args, kwargs):
+        """``(args, kwargs)`` of the op for a node's call arguments: decoded, with the config's
+        keywords added (in their positional places where `_call_plan` says so)."""
         if self._encoded_args:
             args, kwargs = _decode(args, self.constants), _decode(kwargs, self.constants)
         if self._op_name == "getitem" and len(args) > 1 and isinstance(args[1], list):
             args = (args[0], tuple(args[1])) + args[2:]  # JSON turned the key tuple into a list
         if self._plan is None:
-            return self.op(*args, **kwargs, **self.op_kwargs)
+            return args, {**kwargs, **self.op_kwargs}
         positional, rest, fixed = [], iter(args), dict(self.op_kwargs)
         for name in self._plan:  # config values go to their places between the node's args
             if name in fixed:
@@ -126,7 +132,42 @@ class OpLayer(base.Layer):
                 if value is _MISSING:
                     break
                 positional.append(value)
-        return self.op(*positional, *rest, **kwargs, **fixed)
+        return (*positional, *rest), {**kwargs, **fixed}
+
+    def compute_output_spec(self, *args, **kwargs):
+        """The symbolic outputs: shapes by the op's rule in `kerasrs.layers.op_shapes` where it
+        has one (dtypes by a probe with unknown axes of size 1, else the inputs' promoted
+        dtype), else shapes and dtypes by the probe of `kerasrs.layers.node`."""
+        kwargs.pop("training", None)
+        op_args, op_kwargs = self._op_arguments(args, kwargs)
+        bound = inspect.signature(self.op).bind(*op_args, **op_kwargs)
+        bound.apply_defaults()
+        shapes = op_shapes.rule_for(self._op_name, bound.arguments)
+        if shapes is None:
+            specs = node._probe_spec(self, args, kwargs)
+            return node.map_structure(lambda s: node.SymbolicTensor(s.shape, s.dtype), specs)
+        if any(isinstance(t, node.SymbolicTensor) for t in autodiff._flatten(shapes)):
+            return shapes  # a control-flow rule: the outputs themselves
+        single = node._is_shape(shapes)
+        shapes = [shapes] if single else list(shapes)
+        dtypes = self._probe_dtypes(args, kwargs, len(shapes))
+        outputs = [node.SymbolicTensor(s, d) for s, d in zip(shapes, dtypes)]
+        return outputs[0] if single else outputs
+
+    def _probe_dtypes(self, args, kwargs, count):
+        """``count`` output dtypes: from a run on zeros with unknown axes of size 1 (which
+        broadcast against anything), or, where that run fails (singular zero matrices, bitwise
+        ops on floats), the promoted dtype of the symbolic inputs."""
+        try:
+            flat = autodiff._flatten(node._probe(self, args, kwargs, 1))
+            dtypes = [t.dtype.name for t in flat]
+        except Exception:  # noqa: BLE001  (only the dtype is wanted here; the rule gave the shape)
+            dtypes = []
+        if len(dtypes) != count:
+            inputs = [t.dtype for t in autodiff._flatten([list(args), kwargs])
+                      if isinstance(t, node.SymbolicTensor)]
+            dtypes = [backend_module.result_type(*inputs)] * count
+        return dtypes
 
     def compute_mask(self, inputs, mask=None):
         return None
@@ -216,12 +257,6 @@ def symbolic_op(fn, args, kwargs):
     name = fn.__name__
     if name in _STATIC and len(args) == 1 and not kwargs:
         return _STATIC[name](args[0])
-    if name == "size":
-        x = args[0] if args else kwargs.get("x")
-        if None not in x.shape:
-            return int(np.prod(x.shape, dtype="int64"))
-        raise ValueError(f"size: the size of a symbolic tensor with unknown axes is unknown. "
-                         f"Received: shape {x.shape}")
     if name == "getitem" and len(args) == 2 and isinstance(args[1], list):
         # a list key is an index array; in a saved key a list means a tuple (JSON has none)
         args = (args[0], np.asarray(args[1]))
@@ -234,8 +269,9 @@ def symbolic_op(fn, args, kwargs):
     except (ValueError, TypeError, IndexError) as e:
         shapes = [t.shape for t in autodiff._flatten([args, tensor_kwargs])
                   if isinstance(t, node.SymbolicTensor)]
-        message = (f"{name}: cannot apply the op to symbolic inputs of shapes {shapes} (the "
-                   f"check ran on zeros with unknown axes of size {node._PROBE_SIZES[0]}): {e}")
+        how = ("by its shape rule" if name in op_shapes.RULES else
+               f"the check ran on zeros with unknown axes of size {node._PROBE_SIZES[0]}")
+        message = f"{name}: cannot apply the op to symbolic inputs of shapes {shapes} ({how}): {e}"
         try:
             error = type(e)(message)
         except Exception:
@@ -255,6 +291,7 @@ def _split_arguments(fn, args, kwargs):
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     node_args, config, node_kwargs = [], {}, {}
+    gap = False  # a default left out before: later tensors go by name, not by position
     for p in sig.parameters.values():
         value = bound.arguments[p.name]
         if p.kind is p.VAR_POSITIONAL:
@@ -266,9 +303,14 @@ def _split_arguments(fn, args, kwargs):
             (node_kwargs if node.any_symbolic((value,), {}) else config)[p.name] = value
         elif p.name in _CALL_PARAMS or node.any_symbolic((value,), {}) or \
                 isinstance(value, autodiff.Tensor) or hasattr(value, "__array_interface__"):
-            node_args.append((p, value))
+            if gap and value is not p.default:
+                node_kwargs[p.name] = value
+            elif not gap:
+                node_args.append((p, value))
         elif p.default is p.empty or not _same(value, p.default):
             config[p.name] = value  # defaults are left out: Keras's op has the same ones
+        else:
+            gap = True
     while node_args and node_args[-1][0] is not None and \
             node_args[-1][0].default is not inspect.Parameter.empty and \
             node_args[-1][1] is node_args[-1][0].default:

@@ -96,9 +96,27 @@ def associative_scan(f, elems, reverse=False, axis=0):
 
 @op
 def slice(inputs, start_indices, shape):  # noqa: A001
-    """The block of ``inputs`` starting at ``start_indices`` with size ``shape``."""
-    key = tuple(_slice(int(s), int(s) + int(n)) for s, n in zip(start_indices, shape))
+    """The block of ``inputs`` starting at ``start_indices`` with size ``shape`` (a size of -1:
+    to the end of that axis).
+
+    Raises:
+        ValueError: when ``start_indices`` or ``shape`` does not have one entry per axis.
+    """
+    inputs = convert_to_tensor(inputs)
+    check_slice_lengths(inputs.ndim, len(start_indices), len(shape))
+    key = tuple(_slice(int(s), None if int(n) == -1 else int(s) + int(n))
+                for s, n in zip(start_indices, shape))
     return getitem(inputs, key)
+
+
+def check_slice_lengths(ndim, starts, sizes):
+    """Raise ValueError unless ``slice`` has one start and one size per axis of ``inputs``."""
+    if sizes != ndim:
+        raise ValueError(f"slice: the number of dimensions in `inputs` must match the number of "
+                         f"dimensions in `shape`. Received: {ndim} and {sizes}")
+    if starts != ndim:
+        raise ValueError(f"slice: the number of dimensions in `start_indices` must match the "
+                         f"number of dimensions in `inputs`. Received: {starts} and {ndim}")
 
 
 
@@ -146,12 +164,23 @@ def scatter_update(inputs, indices, updates):
     return math.where(constant(x.backend.asarray(mask), x.backend), placed, x)
 
 
+def check_segment_shapes(data_shape, ids_shape):
+    """Raise ValueError unless ``segment_ids`` is 1-D with one id per row of ``data`` (sizes
+    None are unknown and pass)."""
+    if len(ids_shape) != 1 or not data_shape:
+        raise ValueError(f"segment ops: Argument `segment_ids` should be an 1-D vector, with one "
+                         f"id per row of `data`. Received: data shape {data_shape}, segment_ids "
+                         f"shape {ids_shape}")
+    if None not in (ids_shape[0], data_shape[0]) and ids_shape[0] != data_shape[0]:
+        raise ValueError(f"segment ops: Argument `segment_ids` and `data` should have same "
+                         f"leading dimension. Received: data shape {data_shape}, segment_ids "
+                         f"shape {ids_shape}")
+
+
 def _segments(data, segment_ids, num_segments):
     d = convert_to_tensor(data)
     ids = np.asarray(convert_to_tensor(segment_ids).numpy(), dtype="int64")
-    if d.ndim == 0 or ids.shape != (d.shape[0],):
-        raise ValueError("segment ops: `segment_ids` must be 1-D with one id per row of `data`. "
-                         f"Received: data shape {tuple(d.shape)}, segment_ids shape {ids.shape}")
+    check_segment_shapes(tuple(d.shape), ids.shape)
     n = int(ids.max()) + 1 if num_segments is None else int(num_segments)
     return d, ids, n
 
@@ -176,17 +205,22 @@ def _segment_reduce(data, segment_ids, num_segments, reduce, fill):
     return stacking.stack(rows, axis=0)
 
 
+def _limits(dtype):
+    """``np.finfo`` or ``np.iinfo`` of ``dtype`` (the fill of an empty segment)."""
+    return np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else np.finfo(dtype)
+
+
 @op
 def segment_max(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
     """Per-segment maximum (the lowest float for an empty segment, as Keras)."""
     d = convert_to_tensor(data)
-    return _segment_reduce(d, segment_ids, num_segments, math.max, float(np.finfo(d.dtype).min))
+    return _segment_reduce(d, segment_ids, num_segments, math.max, _limits(d.dtype).min)
 
 
 @op
 def segment_min(data, segment_ids, num_segments=None, sorted=False):  # noqa: A002
     d = convert_to_tensor(data)
-    return _segment_reduce(d, segment_ids, num_segments, math.min, float(np.finfo(d.dtype).max))
+    return _segment_reduce(d, segment_ids, num_segments, math.min, _limits(d.dtype).max)
 
 
 @op

@@ -95,7 +95,11 @@ def sorted_axes(op, x, axis):
     """``axis`` (int or tuple) as a sorted tuple of non-negative axes of ``x``."""
     nd = len(np.shape(x.data if isinstance(x, Tensor) else x))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    if not axes or any(not -nd <= a < nd for a in axes) or len({a % nd for a in axes}) < len(axes):
+    outside = [a for a in axes if not -nd <= a < nd]
+    if outside:
+        raise ValueError(f"{op}: axis {outside[0]} is out of bounds for a rank-{nd} tensor. "
+                         f"Received: axis={axis!r}, shape {np.shape(getattr(x, 'data', x))}")
+    if not axes or len({a % nd for a in axes}) < len(axes):
         raise ValueError(f"{op}: `axis` must name distinct axes of a rank-{nd} tensor. "
                          f"Received: axis={axis!r}, shape {np.shape(getattr(x, 'data', x))}")
     return tuple(sorted(a % nd for a in axes))
@@ -105,7 +109,7 @@ def axis_index(axis, ndim, op="ops"):
     """``axis`` in ``[0, ndim)``, or a ValueError naming ``op`` (IndexError or a silent wrong
     answer otherwise)."""
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{op}: axis {axis} is out of range for a tensor of rank {ndim}.")
+        raise ValueError(f"{op}: axis {axis} is out of bounds for a tensor of rank {ndim}.")
     return int(axis) % ndim
 
 

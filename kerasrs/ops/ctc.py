@@ -133,7 +133,8 @@ def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100, top_
         return constant(x.backend.asarray(out.astype(INDEX)), x.backend), constant(
             x.backend.asarray(score[:, None]), x.backend)
     if strategy != "beam_search":
-        raise ValueError(f"ctc_decode: strategy must be 'greedy' or 'beam_search'. Received: "
+        raise ValueError(f"ctc_decode: Invalid strategy; `strategy` must be 'greedy' or "
+                         f"'beam_search'. Received: "
                          f"strategy={strategy!r}")
     out = np.full((top_paths, b, t_max), -1, dtype="int64")
     scores = np.zeros((b, top_paths))

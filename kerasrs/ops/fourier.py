@@ -15,10 +15,29 @@ def _split(packed):
     return getitem(packed, (Ellipsis, 0)), getitem(packed, (Ellipsis, 1))
 
 
-def _pair(x):
-    re, im = x
-    re = convert_to_tensor(re)
-    im = convert_to_tensor(im)
+def check_rank(op, shape, rank):
+    """Raise ValueError (Keras's phrase) when ``shape`` has fewer than ``rank`` axes."""
+    if len(shape) < rank:
+        raise ValueError(f"{op}: Input should have rank >= {rank}. Received: input.shape="
+                         f"{tuple(shape)}")
+
+
+def _pair(x, op, rank=1):
+    """``(real, imag)`` as float Tensors of one shape with at least ``rank`` axes.
+
+    Raises:
+        ValueError: naming ``op``, unless ``x`` is a tuple or list of two tensors of one shape
+            with at least ``rank`` axes.
+    """
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise ValueError(f"{op}: Input `x` should be a tuple of two tensors - real and "
+                         f"imaginary. Received: x={x!r}")
+    re, im = convert_to_tensor(x[0]), convert_to_tensor(x[1])
+    if re.shape != im.shape:
+        raise ValueError(f"{op}: Input `x` should be a tuple of two tensors - real and "
+                         f"imaginary. Both the real and imaginary parts should have the same "
+                         f"shape. Received: shapes {re.shape} and {im.shape}")
+    check_rank(op, re.shape, rank)
     if re.dtype.kind != "f":
         re = math.cast(re, "float32")
     if im.dtype.kind != "f":
@@ -54,19 +73,19 @@ class FFT(Function):
 @op
 def fft(x):
     """FFT over the last axis of the complex input ``x = (real, imag)``; returns a pair."""
-    return _split(FFT(1, False).apply(*_pair(x)))
+    return _split(FFT(1, False).apply(*_pair(x, "fft")))
 
 
 @op
 def fft2(x):
     """2-D FFT over the last two axes of ``(real, imag)``; returns a pair."""
-    return _split(FFT(2, False).apply(*_pair(x)))
+    return _split(FFT(2, False).apply(*_pair(x, "fft2", 2)))
 
 
 @op
 def ifft2(x):
     """Inverse 2-D FFT over the last two axes of ``(real, imag)``; returns a pair."""
-    return _split(FFT(2, True).apply(*_pair(x)))
+    return _split(FFT(2, True).apply(*_pair(x, "ifft2", 2)))
 
 
 class RFFT(Function):
@@ -96,6 +115,7 @@ def rfft(x, fft_length=None):
     """FFT of a real signal over its last axis: ``(real, imag)`` of length
     ``fft_length // 2 + 1`` (the signal is cut or zero-padded to ``fft_length``)."""
     x = convert_to_tensor(x)
+    check_rank("rfft", x.shape, 1)
     if x.dtype.kind != "f":
         x = math.cast(x, "float32")
     return _split(RFFT(fft_length).apply(x))
@@ -130,7 +150,7 @@ class IRFFT(Function):
 def irfft(x, fft_length=None):
     """Inverse of `rfft`: a real signal of length ``fft_length`` (default ``2 * (bins - 1)``)
     from ``(real, imag)``. The imaginary parts of the zero and Nyquist bins are ignored."""
-    return IRFFT(fft_length).apply(*_pair(x))
+    return IRFFT(fft_length).apply(*_pair(x, "irfft"))
 
 
 def _window(window, length, dtype):
@@ -138,8 +158,8 @@ def _window(window, length, dtype):
         return None
     if isinstance(window, str):
         if window not in ("hann", "hamming"):
-            raise ValueError(f"window must be 'hann', 'hamming', an array or None. Received: "
-                             f"{window!r}")
+            raise ValueError(f"If a string is passed to `window`, it must be 'hann' or "
+                             f"'hamming' (else an array or None). Received: window={window!r}")
         n = np.arange(length)
         a = 0.5 if window == "hann" else 0.54
         return (a - (1 - a) * np.cos(2 * np.pi * n / length)).astype(dtype)  # periodic window
@@ -151,6 +171,7 @@ def extract_sequences(x, sequence_length, sequence_stride):
     """Frames of the last axis: (..., n) -> (..., num_frames, sequence_length), with
     ``num_frames = 1 + (n - sequence_length) // sequence_stride``."""
     x = convert_to_tensor(x)
+    check_rank("extract_sequences", x.shape, 1)
     n = x.shape[-1]
     frames = 1 + (n - sequence_length) // sequence_stride
     idx = np.arange(frames)[:, None] * sequence_stride + np.arange(sequence_length)[None, :]
@@ -162,7 +183,8 @@ def _padded_window(window, sequence_length, fft_length, dtype):
     win = _window(window, sequence_length, dtype)
     win = np.ones(sequence_length, dtype) if win is None else win
     if win.shape != (sequence_length,):
-        raise ValueError(f"window must have shape ({sequence_length},). Received: {win.shape}")
+        raise ValueError(f"The shape of `window` must be equal to ({sequence_length},) "
+                         f"(sequence_length,). Received: window shape {win.shape}")
     left = (fft_length - sequence_length) // 2
     return np.pad(win, (left, fft_length - sequence_length - left))
 
@@ -179,7 +201,7 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=
         ValueError: if ``fft_length < sequence_length`` or the window has the wrong size.
     """
     if fft_length < sequence_length:
-        raise ValueError(f"stft: fft_length must be >= sequence_length. Received: "
+        raise ValueError(f"stft: `fft_length` must equal or exceed `sequence_length`. Received: "
                          f"sequence_length={sequence_length}, fft_length={fft_length}")
     x = convert_to_tensor(x)
     if x.dtype.kind != "f":
@@ -198,6 +220,7 @@ def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="
           center=True):
     """Inverse of `stft`: windowed overlap-add of the inverse FFTs, divided by the summed
     squared window (the least-squares inverse, Griffin & Lim 1984)."""
+    _pair(x, "istft", 2)
     frames = irfft(x, fft_length)
     n_frames = frames.shape[-2]
     dtype = frames.dtype

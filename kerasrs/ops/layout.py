@@ -6,6 +6,7 @@ import numpy as np
 
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Function, Tensor, convert_to_tensor
+from kerasrs.ops import operation_utils
 from kerasrs.ops.core import axis_index, getitem
 from kerasrs.ops.dispatch import op
 
@@ -17,7 +18,7 @@ def _shape(x):
 def _axis(op, axis, ndim, shape):
     """``axis`` in ``[0, ndim)``, or a ValueError naming ``op`` if it is out of range."""
     if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
-        raise ValueError(f"{op}: axis {axis!r} is out of range for a tensor of rank {ndim}. "
+        raise ValueError(f"{op}: axis {axis!r} is out of bounds for a tensor of rank {ndim}. "
                          f"Received: shape {shape}")
     return int(axis) % ndim
 
@@ -38,6 +39,8 @@ class Reshape(Function):
 def reshape(x, newshape):
     """``x`` with a new shape of the same size; one entry may be -1 (inferred)."""
     newshape = (newshape,) if isinstance(newshape, int) else tuple(newshape)
+    if newshape and (min(newshape) < -1 or newshape.count(-1) > 1):
+        operation_utils.validate_reshape_shape(newshape)  # raises with Keras's phrases
     size, known = int(np.prod(_shape(x))), int(np.prod([n for n in newshape if n != -1]))
     if (-1 in newshape and (known == 0 or size % known)) or (-1 not in newshape and size != known):
         raise ValueError(f"reshape: cannot reshape a tensor of shape {_shape(x)} ({size} values) "
@@ -227,7 +230,8 @@ def pad(x, pad_width, mode="constant", constant_values=None):
         raise ValueError(f"pad: widths must be >= 0 and mode one of {_PAD_MODES}. Received: "
                          f"pad_width={pad_width!r}, mode={mode!r}")
     if constant_values is not None and mode != "constant":
-        raise ValueError(f"pad: constant_values needs mode='constant'. Received: mode={mode!r}")
+        raise ValueError(f"pad: Argument `constant_values` can only be provided when "
+                         f"`mode == 'constant'`. Received: mode={mode!r}")
     widths = tuple((int(a), int(b)) for a, b in widths)
     return Pad(widths, mode, 0 if constant_values is None else constant_values).apply(x)
 

@@ -228,8 +228,11 @@ def qr(x, mode="reduced"):
         ValueError: for a mode other than "reduced" or "complete".
     """
     if mode not in ("reduced", "complete"):
-        raise ValueError(f"qr: mode must be 'reduced' or 'complete'. Received: mode={mode!r}")
+        raise ValueError(f"qr: invalid `mode`. Expected one of {{'reduced', 'complete'}}. "
+                         f"Received: mode={mode!r}")
     x = to_float(x)
+    if x.ndim < 2:
+        raise ValueError(f"qr: Input should have rank >= 2. Received: input.shape={x.shape}")
     m, n = x.shape[-2], x.shape[-1]
     if mode == "reduced" and m >= n:
         packed = QR().apply(x)

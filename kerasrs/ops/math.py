@@ -244,7 +244,7 @@ def _check_axis(op, x, axis):
     nd = np.ndim(x.data if isinstance(x, Tensor) else x)
     for a in (() if axis is None else (axis,) if isinstance(axis, int) else axis):
         if not -builtins.max(nd, 1) <= a < builtins.max(nd, 1):
-            raise ValueError(f"{op}: axis {a} is out of range for a tensor of rank {nd}. "
+            raise ValueError(f"{op}: axis {a} is out of bounds for a tensor of rank {nd}. "
                              f"Received: shape {np.shape(getattr(x, 'data', x))}")
 
 

@@ -300,7 +300,8 @@ def normalize(x, axis=-1, order=2, epsilon=None):
             not 2 while ``axis`` names several axes (a matrix norm in Keras).
     """
     if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
-        raise ValueError(f"normalize: `order` must be an int >= 1. Received: order={order!r}")
+        raise ValueError(f"normalize: Argument `order` must be an int >= 1. Received: "
+                         f"order={order!r}")
     x = convert_to_tensor(x)
     if x.ndim == 0:
         x = reshape(x, (1,))

@@ -106,8 +106,27 @@ def bincount(x, weights=None, minlength=0, sparse=False):
 
 @op
 def histogram(x, bins=10, range=None):  # noqa: A002
-    """``(counts, bin_edges)`` of ``x``'s values."""
+    """``(counts, bin_edges)`` of the values of the 1-D ``x``, in ``bins`` equal bins over
+    ``range`` (default: the values' min and max).
+
+    Raises:
+        ValueError: for ``x`` not 1-D, ``bins`` not a non-negative int, or ``range`` not a pair
+            ``(low, high)`` with ``low < high``.
+    """
     x = convert_to_tensor(x)
+    if x.ndim != 1:
+        raise ValueError(f"histogram: Input tensor must be 1-dimensional. Received: shape "
+                         f"{x.shape}")
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 0:
+        raise ValueError(f"histogram: Argument `bins` should be a non-negative integer. "
+                         f"Received: bins={bins!r}")
+    if range is not None:
+        if not isinstance(range, (tuple, list)) or len(range) != 2:
+            raise ValueError(f"histogram: Argument `range` must be a tuple of two elements. "
+                             f"Received: range={range!r}")
+        if range[1] < range[0]:
+            raise ValueError(f"histogram: The second element of `range` must be greater than "
+                             f"the first. Received: range={range!r}")
     counts, edges = np.histogram(x.numpy(), bins=bins, range=range)
     return constant(x.backend.asarray(counts), x.backend), constant(x.backend.asarray(edges),
                                                                     x.backend)

@@ -53,6 +53,9 @@ MODULES = {
                                  "kerasrs.ops.linalg"),
     "keras.src.backend.random": ("kerasrs.random", "the active backend's random module is "
                                  "kerasrs.random"),
+    "keras.src.ops.operation_utils": ("kerasrs.ops.operation_utils", "Keras's shape helpers "
+                                      "(broadcast_shapes, reduce_shape...) are kerasrs's, which "
+                                      "its symbolic ops use"),
 }
 
 # Functions the active backend contributes to ``keras.src.backend`` by its star import: the

@@ -213,8 +213,8 @@ def test_c09_masked_softmax_with_large_negative_mask(dtype):
 @pytest.mark.parametrize("op", [ops.softmax, ops.log_softmax, ops.normalize])
 @pytest.mark.parametrize("axis", [3, -4, (0, 0)])
 def test_axis_errors(op, axis):
-    with pytest.raises(ValueError, match=r"`axis` must name distinct axes of a rank-3 tensor. "
-                                         r"Received: axis="):
+    with pytest.raises(ValueError, match=r"(`axis` must name distinct axes of|axis -?\d is out "
+                                         r"of bounds for) a rank-3 tensor. Received: axis="):
         op(np.ones((2, 3, 4)), axis=axis)
 
 

@@ -220,7 +220,7 @@ def test_plain_ops_match_numpy():
 
 
 def test_swapaxes_and_top_k_reject_bad_arguments_by_name():
-    with pytest.raises(ValueError, match=r"swapaxes: axis 3 is out of range.*rank 2"):
+    with pytest.raises(ValueError, match=r"swapaxes: axis 3 is out of bounds.*rank 2"):
         ops.swapaxes(np.ones((2, 3)), 0, 3)
     with pytest.raises(ValueError, match=r"top_k: k must be an int in \[0, 3\].*k=5"):
         ops.top_k(np.ones(3), k=5)
@@ -236,5 +236,5 @@ def test_swapaxes_and_top_k_reject_bad_arguments_by_name():
     ("moveaxis", lambda x: ops.moveaxis(x, 0, 5)),
 ])
 def test_axis_out_of_range_is_a_value_error_naming_the_op(op, call):
-    with pytest.raises(ValueError, match=rf"{op}: axis \d is out of range for a tensor of rank 2"):
+    with pytest.raises(ValueError, match=rf"{op}: axis \d is out of bounds for a tensor of rank 2"):
         call(np.ones((2, 3)))

@@ -114,7 +114,7 @@ def test_concatenate_errors_name_the_op_and_shapes():
         ops.concatenate([np.ones((2, 3)), np.ones(3)])
     with pytest.raises(ValueError, match=r"concatenate: inputs must match.*\[\(2, 3\), \(3, 3\)\]"):
         ops.concatenate([np.ones((2, 3)), np.ones((3, 3))], axis=1)
-    with pytest.raises(ValueError, match=r"concatenate: axis 2 is out of range .* rank 2"):
+    with pytest.raises(ValueError, match=r"concatenate: axis 2 is out of bounds .* rank 2"):
         ops.concatenate([np.ones((2, 3)), np.ones((2, 3))], axis=2)
     with pytest.raises(ValueError, match="concatenate: needs at least one"):
         ops.concatenate([])
@@ -130,7 +130,7 @@ def test_stack_values_and_gradients(backend, axis):
 def test_stack_errors():
     with pytest.raises(ValueError, match=r"stack: inputs must all have the same shape"):
         ops.stack([np.ones(2), np.ones(3)])
-    with pytest.raises(ValueError, match=r"stack: axis 3 is out of range"):
+    with pytest.raises(ValueError, match=r"stack: axis 3 is out of bounds"):
         ops.stack([np.ones(2), np.ones(2)], axis=3)
 
 
