@@ -39,6 +39,7 @@ from kerasrs.layers.layer_config import (dtype_policy_arg, get_regularizer, reco
                                          serialize_regularizer, shape_from_config,
                                          shape_to_config)
 from kerasrs.layers.node import _shape_of
+from kerasrs.metrics.base import Metric
 from kerasrs.quantizers import config as quantization_config
 
 _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (for from_config)
@@ -111,6 +112,7 @@ class Layer:
     """
 
     supports_masking = False
+    _allow_non_tensor_positional_args = False  # True: `call` takes flags positionally too
     _untracked_attrs = frozenset()  # attribute names never searched for sublayers
 
     def __new__(cls, *args, **kwargs):
@@ -143,7 +145,9 @@ class Layer:
             batch_shape = (batch_size,) + tuple(shape)
         d = self.__dict__
         d["_layers"] = []  # explicitly tracked sublayers (models); attributes are found too
-        d["_trainable_variables"], d["_non_trainable_variables"] = [], []
+        early = d.pop("_early_variables", [])  # Variables assigned before this __init__
+        d["_trainable_variables"] = [v for v in early if v.trainable]
+        d["_non_trainable_variables"] = [v for v in early if not v.trainable]
         d["_regularized"], d["_losses"], d["_inbound_nodes"] = [], [], []
         d["_losses_call"] = d["_last_call"] = 0  # outermost-call numbers (see `losses`)
         self._batch_input_shape = None if batch_shape is None else tuple(batch_shape)
@@ -152,6 +156,9 @@ class Layer:
             raise ValueError(f"{type(self).__name__}: `name` must be a string without '/'. "
                              f"Received: name={self.name!r}")
         self._dtype = dtype_policy_arg(dtype, f"{type(self).__name__} {self.name!r}")
+        if not isinstance(trainable, (bool, np.bool_)):
+            raise ValueError(f"{self.name}: Expected `trainable` to be a boolean. Received: "
+                             f"trainable={trainable!r} (of type {type(trainable).__name__})")
         self._trainable = bool(trainable)
         self.autocast = bool(autocast)
         self.activity_regularizer = get_regularizer(activity_regularizer)
@@ -165,6 +172,42 @@ class Layer:
             p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), "inputs")
 
     # -- attribute tracking: sublayers assigned as attributes are found by `_sublayers` --------
+    def __setattr__(self, key, value):
+        if isinstance(value, autodiff.Variable) and not getattr(value, "_layer_owned", False):
+            self._track_variable(value)
+        object.__setattr__(self, key, value)
+
+    def _track_variable(self, var):
+        """A `Variable` assigned as an attribute (not made by `add_weight`, not another
+        layer's) joins this layer's weights, as in Keras, also when assigned before
+        ``Layer.__init__`` ran."""
+        var._layer_owned = True
+        d = self.__dict__
+        if "_trainable_variables" not in d:
+            d.setdefault("_early_variables", []).append(var)
+        elif var.trainable:
+            d["_trainable_variables"].append(var)
+        else:
+            d["_non_trainable_variables"].append(var)
+
+    @property
+    def metrics(self):
+        """The `kerasrs.metrics.Metric`s held in attributes of this layer, then its sublayers'
+        (Keras's order), each once."""
+        out = []
+        for value in self.__dict__.values():
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            out.extend(v for v in values if isinstance(v, Metric))
+        for layer in self._sublayers():
+            out.extend(layer.metrics)
+        seen = set()
+        return [m for m in out if not (id(m) in seen or seen.add(id(m)))]
+
+    @property
+    def metrics_variables(self):
+        """The state variables of `metrics`, in their order."""
+        return [v for m in self.metrics for v in m.variables]
+
     def _sublayers(self):
         """Direct sublayers: explicitly tracked ones, then those held in attributes, in order."""
         found, seen = [], set()
@@ -334,8 +377,15 @@ class Layer:
             initializer = "glorot_uniform" if backend_module.is_float_dtype(dtype) else "zeros"
         init = initializers.get(initializer)
         name = name or "variable"
+        in_own_scope = naming.current_scope() == self.name
+        if in_own_scope and self.built and not self.__dict__.get("_in_build"):
+            raise ValueError(f"{self.name}: You cannot add new elements of state (variables or "
+                             "sub-layers) to a layer that is already built. All state must be "
+                             "created in the `__init__()` method or in the `build()` method. "
+                             f"Received: add_weight(name={name!r}) during the layer's call")
         var = autodiff.Variable(init, shape=shape, dtype=dtype, trainable=trainable, name=name)
-        if naming.current_scope() == self.name:
+        var._layer_owned = True
+        if in_own_scope:
             var.path = naming.variable_path(name)
         else:  # outside build (enable_lora, quantize): under the path the layer was built at
             var.path = f"{self.path or naming.variable_path(self.name)}/{name}"
@@ -446,7 +496,10 @@ class Layer:
     # -- losses ---------------------------------------------------------------------------------
     def add_loss(self, loss):
         """Add a scalar Tensor to `losses`. Values added during one outermost call replace those
-        of earlier calls (Keras clears them at the start of each outermost call)."""
+        of earlier calls (Keras clears them at the start of each outermost call). A call on
+        symbolic tensors adds none (it computes no values)."""
+        if context.symbolic_probe.get():
+            return
         if self._losses_call != _outer_calls[0]:
             self._losses = []
             self._losses_call = _outer_calls[0]
@@ -514,6 +567,8 @@ class Layer:
         if not args and kwargs:  # keyword-only inputs: layer(query=q, value=v)
             name = self._call_first_arg if self._call_first_arg in kwargs else "inputs"
             args = (kwargs.pop(name),) if name in kwargs else ()
+        if len(args) > 1 and not self._allow_non_tensor_positional_args:
+            self._check_positional_args(args)
         if node.any_symbolic(args, kwargs):
             return node.symbolic_call(self, args, kwargs)
         if not args:
@@ -556,10 +611,29 @@ class Layer:
         if self.activity_regularizer is not None:
             for out in autodiff._flatten(outputs):
                 if isinstance(out, autodiff.Tensor):
-                    self.add_loss(self.activity_regularizer(out))
+                    self.add_loss(self._activity_loss(out))
         if mask is not None or type(self).compute_mask is not Layer.compute_mask:
             self._set_output_mask(inputs, outputs, mask)
         return outputs
+
+    def _activity_loss(self, output):
+        """The activity regularizer's value on ``output``, divided by the batch size (Keras's
+        rule: the penalty's strength does not depend on the batch size; 0 for an empty batch)."""
+        loss = self.activity_regularizer(output)
+        if output.ndim == 0:
+            return loss
+        return loss / output.shape[0] if output.shape[0] else loss * 0
+
+    def _check_positional_args(self, args):
+        """Keras's rule: only tensors (or None) are passed positionally after the first input;
+        flags and numbers go by keyword, so ``layer(x, True)`` cannot bind ``True`` to the wrong
+        parameter unnoticed."""
+        for arg in autodiff._flatten(list(args[1:])):
+            if arg is not None and not isinstance(arg, (autodiff.Tensor, node.SymbolicTensor,
+                                                        np.ndarray)):
+                raise ValueError(f"{self.name}: Only input tensors may be passed as positional "
+                                 "arguments. The following argument value should be passed as "
+                                 f"a keyword argument: {arg!r} (of type {type(arg).__name__})")
 
     def _convert_inputs(self, inputs):
         """Tensors from arrays/lists; float tensors cast to the layer's compute dtype."""
@@ -588,7 +662,8 @@ class Layer:
         """Run ``build`` with the shapes of the call's arguments (see the module docstring)."""
         params = [p for p in inspect.signature(self.build).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if len(params) > 1 and all(p.name.endswith("_shape") for p in params):
+        if len(params) > 1:
+            self._check_build_signature(params)
             bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
             shapes = {p.name: _shape_of(bound[p.name[:-6]]) for p in params
                       if p.name[:-6] in bound and bound[p.name[:-6]] is not None}
@@ -598,6 +673,21 @@ class Layer:
         else:
             self.build(_shape_of(args[0]))
         self.built = True
+
+    def _check_build_signature(self, params):
+        """A ``build`` with several parameters gets one shape per call argument: each parameter
+        must be named ``<arg>_shape`` after an argument of ``call``."""
+        call_args = inspect.signature(self.call).parameters
+        for p in params:
+            arg = p.name[:-6] if p.name.endswith("_shape") else None
+            if arg is None or arg not in call_args:
+                problem = (f"which does not end in `_shape`" if arg is None else
+                           f"but `call()` does not have argument `{arg}`")
+                raise ValueError(f"{self.name}: a `build()` method with more than one argument "
+                                 "gets the shape of each `call()` argument, so every argument "
+                                 "needs a `_shape` suffix and must match an argument of "
+                                 f"`call()`, e.g. `build(self, foo_shape, bar_shape)`. Received "
+                                 f"`build()` argument `{p.name}`, {problem}.")
 
     def _check_input_spec(self, inputs):
         specs = self.input_spec if isinstance(self.input_spec, (list, tuple)) else [self.input_spec]
@@ -752,6 +842,12 @@ class Layer:
             TypeError: if the constructor refuses the config (Keras's type and phrase, with the
                 constructor's own error chained).
         """
+        if isinstance(config.get("dtype"), dict):  # Keras: the constructor sees a policy
+            policy = dtype_policies.deserialize(config["dtype"])
+            if policy.__class__ is not dtype_policies.DTypePolicyMap and \
+                    policy.quantization_mode is None:
+                policy = policy.name  # a plain policy as its name, as Keras passes it
+            config = {**config, "dtype": policy}
         try:
             return cls(**config)
         except Exception as e:  # noqa: BLE001 - reported with the config, as Keras does
