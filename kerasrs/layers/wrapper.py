@@ -17,7 +17,10 @@ class Wrapper(Layer):
 
     def __init__(self, layer, **kwargs):
         if not isinstance(layer, Layer):
-            raise ValueError(f"Wrapper: `layer` must be a Layer instance. Received: {layer!r}")
+            raise ValueError(f"{type(self).__name__}: Layer {layer!r} supplied to Wrapper isn't a "
+                             "supported layer type. Please ensure wrapped layer is a valid Keras "
+                             f"layer (a Layer instance). Received: layer of type "
+                             f"{type(layer).__name__}")
         super().__init__(**kwargs)
         self.layer = layer
 
