@@ -826,12 +826,13 @@ class Layer:
     # -- configuration --------------------------------------------------------------------------
     def get_config(self):
         """The constructor arguments as a JSON-able dict (Keras's keys)."""
-        config = {"name": self.name, "trainable": self.trainable,
-                  "dtype": dtype_policies.serialize(self.dtype_policy)}
-        if self.activity_regularizer is not None:
-            config["activity_regularizer"] = serialize_regularizer(self.activity_regularizer)
+        config = {"name": self.name}
         if type(self).get_config in _BASE_GET_CONFIGS:  # a subclass without its own get_config
             config.update(getattr(self, "_auto_config", None) or {})
+        config.update(trainable=self.trainable,  # these win over the recorded arguments (Keras)
+                      dtype=dtype_policies.serialize(self.dtype_policy))
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = serialize_regularizer(self.activity_regularizer)
         return config
 
     @classmethod

@@ -140,3 +140,17 @@ def test_metrics_held_in_attributes_are_listed():
     assert len(layer.metrics) == 2
     assert len(layer.metrics_variables) == 4  # total and count of each
     assert layer.non_trainable_variables == []
+
+
+def test_recorded_arguments_do_not_replace_the_serialized_policy():
+    class NoGetConfig(layers.Layer):
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def call(self, x):
+            return x
+
+    config = NoGetConfig(3, dtype="float32").get_config()
+    assert config["units"] == 3 and config["dtype"]["class_name"] == "DTypePolicy"
+    assert NoGetConfig.from_config(config).get_config() == config
