@@ -168,6 +168,8 @@ class Layer:
         sig = inspect.signature(self.call).parameters
         self._call_has_training = "training" in sig
         self._call_has_mask = "mask" in sig
+        # ``call(x1, x2, x1_mask=None, x2_mask=None)``: each argument's mask by name (Keras)
+        self._call_arg_masks = tuple(n[:-5] for n in sig if n.endswith("_mask") and n[:-5] in sig)
         self._call_first_arg = next((n for n, p in sig.items() if p.kind in (
             p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), "inputs")
 
@@ -593,6 +595,8 @@ class Layer:
             kwargs["training"] = training
         if mask is not None and self._call_has_mask:
             kwargs["mask"] = mask
+        if self._call_arg_masks:
+            self._add_argument_masks(args, kwargs)
         policy = self._policy()  # mixed policies read float32 variables in compute_dtype
         autocast = policy.autocast_dtype if policy is not None else None
         if not self.autocast and _autocast_var.get() is not None:
@@ -657,6 +661,19 @@ class Layer:
             if mask is not None:
                 inputs._keras_mask = mask
         return inputs
+
+    def _add_argument_masks(self, args, kwargs):
+        """Fill ``<arg>_mask`` parameters of ``call`` not given with the masks the arguments
+        carry (a tuple or list of masks for a tuple or list argument; nothing if none has one)."""
+        bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
+        for name in self._call_arg_masks:
+            if f"{name}_mask" in kwargs or bound.get(name) is None:
+                continue
+            value = bound[name]
+            mask = type(value)(getattr(v, "_keras_mask", None) for v in value) \
+                if isinstance(value, (list, tuple)) else getattr(value, "_keras_mask", None)
+            if mask is not None and any(m is not None for m in autodiff._flatten(mask)):
+                kwargs[f"{name}_mask"] = mask
 
     def _build_from_call(self, args, kwargs):
         """Run ``build`` with the shapes of the call's arguments (see the module docstring)."""

@@ -154,3 +154,25 @@ def test_recorded_arguments_do_not_replace_the_serialized_policy():
     config = NoGetConfig(3, dtype="float32").get_config()
     assert config["units"] == 3 and config["dtype"]["class_name"] == "DTypePolicy"
     assert NoGetConfig.from_config(config).get_config() == config
+
+
+def test_each_call_argument_gets_its_own_mask_by_name():
+    seen = {}
+
+    class TwoInputs(layers.Layer):
+        supports_masking = True
+
+        def call(self, x1, x2, x1_mask=None, x2_mask=None):
+            seen.update(x1_mask=x1_mask, x2_mask=x2_mask)
+            return x2
+
+    m1, m2 = np.array([True, False]), np.array([False, True])
+    x1, x2 = layers.Masking()(np.ones((2, 3), "float32")), np.ones((2, 3), "float32")
+    x1._keras_mask, x2 = m1, kerasrs.ops.convert_to_tensor(x2)
+    x2._keras_mask = m2
+    TwoInputs()(x1, x2)
+    assert seen["x1_mask"] is m1 and seen["x2_mask"] is m2
+    TwoInputs()(x1=(x1, x1), x2=x2)
+    assert seen["x1_mask"] == (m1, m1)
+    TwoInputs()(x1, np.ones((2, 3), "float32"))  # an argument without a mask gets None
+    assert seen["x1_mask"] is m1 and seen["x2_mask"] is None
