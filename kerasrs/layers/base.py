@@ -620,6 +620,45 @@ class Layer:
             self._set_output_mask(inputs, outputs, mask)
         return outputs
 
+    def stateless_call(self, trainable_variables, non_trainable_variables, *args,
+                       return_losses=False, **kwargs):
+        """Call the layer with the given values of its state instead of the current ones, and
+        leave the state as it was (Keras's functional call).
+
+        Args:
+            trainable_variables / non_trainable_variables: values (arrays or Tensors), one per
+                entry of `trainable_variables` / `non_trainable_variables`, in that order.
+            *args, **kwargs: the call's arguments. return_losses: also return `losses`.
+
+        Returns:
+            ``(outputs, new_non_trainable_values)`` (Tensors: the non-trainable state after the
+            call, e.g. moving statistics and seed states), and the losses with
+            ``return_losses``. The values are assigned for the call and put back after it, so
+            no gradient flows to the given arrays (record a `GradientTape` on the variables).
+
+        Raises:
+            ValueError: if a list's length differs from the layer's.
+        """
+        own_t, own_nt = self.trainable_variables, self.non_trainable_variables
+        for what, own, given in (("trainable_variables", own_t, trainable_variables),
+                                 ("non_trainable_variables", own_nt, non_trainable_variables)):
+            if len(given) != len(own):
+                raise ValueError(f"{self.name}.stateless_call: the layer has {len(own)} "
+                                 f"{what}. Received: {len(given)} values")
+        state = own_t + own_nt
+        saved = [np.array(v.numpy()) for v in state]
+        try:
+            for var, value in zip(state, list(trainable_variables) + list(non_trainable_variables)):
+                if value is not var:
+                    var.assign(backend_module.convert_to_numpy(value))
+            outputs = self(*args, **kwargs)
+            new_nt = [autodiff.convert_to_tensor(np.array(v.numpy())) for v in own_nt]
+            losses = self.losses if return_losses else None
+        finally:
+            for var, value in zip(state, saved):
+                var.assign(value)
+        return (outputs, new_nt, losses) if return_losses else (outputs, new_nt)
+
     def _activity_loss(self, output):
         """The activity regularizer's value on ``output``, divided by the batch size (Keras's
         rule: the penalty's strength does not depend on the batch size; 0 for an empty batch)."""

@@ -176,3 +176,26 @@ def test_each_call_argument_gets_its_own_mask_by_name():
     assert seen["x1_mask"] == (m1, m1)
     TwoInputs()(x1, np.ones((2, 3), "float32"))  # an argument without a mask gets None
     assert seen["x1_mask"] is m1 and seen["x2_mask"] is None
+
+
+def test_stateless_call_uses_the_given_state_and_restores_the_layer():
+    class Counter(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.total = self.add_weight(shape=(), initializer="zeros", trainable=False)
+            self.w = self.add_weight(shape=(), initializer="zeros", regularizer="l1")
+
+        def call(self, x):
+            self.total.assign(self.total + kerasrs.ops.sum(x))
+            return x * self.w
+
+    layer = Counter()
+    x = np.ones((2, 3), "float32")
+    out, (total,), losses = layer.stateless_call([np.float32(2.0)], [np.float32(10.0)], x,
+                                                 return_losses=True)
+    np.testing.assert_allclose(out.numpy(), 2 * x)
+    np.testing.assert_allclose(total.numpy(), 16.0)
+    np.testing.assert_allclose(losses[0].numpy(), 0.02)  # l1(0.01) of the given w = 2
+    assert float(layer.w.numpy()) == 0.0 and float(layer.total.numpy()) == 0.0
+    with pytest.raises(ValueError, match="has 1 trainable_variables"):
+        layer.stateless_call([], [np.float32(0.0)], x)
