@@ -50,3 +50,8 @@ layer_call = contextvars.ContextVar("kerasrs_layer_call", default=(OUTSIDE, ()))
 #: ``(real row count, padded batch size)`` while ``fit(..., pad_last_batch=True)`` runs a
 #: padded batch (see `kerasrs.layers.padding`), else None.
 real_rows = contextvars.ContextVar("kerasrs_real_rows", default=None)
+
+#: True while a layer runs on placeholder values to find the shapes of a call on symbolic tensors
+#: (`kerasrs.layers.node`): losses added then (`Layer.add_loss`, activity regularizers) are not
+#: kept, as Keras adds none for symbolic calls.
+symbolic_probe = contextvars.ContextVar("kerasrs_symbolic_probe", default=False)

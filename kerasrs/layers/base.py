@@ -39,6 +39,7 @@ from kerasrs.layers.layer_config import (dtype_policy_arg, get_regularizer, reco
                                          serialize_regularizer, shape_from_config,
                                          shape_to_config)
 from kerasrs.layers.node import _shape_of
+from kerasrs.metrics.base import Metric
 from kerasrs.quantizers import config as quantization_config
 
 _LAYER_CLASSES = {}  # class name -> class, filled by Layer.__init_subclass__ (for from_config)
@@ -111,6 +112,7 @@ class Layer:
     """
 
     supports_masking = False
+    _allow_non_tensor_positional_args = False  # True: `call` takes flags positionally too
     _untracked_attrs = frozenset()  # attribute names never searched for sublayers
 
     def __new__(cls, *args, **kwargs):
@@ -143,7 +145,9 @@ class Layer:
             batch_shape = (batch_size,) + tuple(shape)
         d = self.__dict__
         d["_layers"] = []  # explicitly tracked sublayers (models); attributes are found too
-        d["_trainable_variables"], d["_non_trainable_variables"] = [], []
+        early = d.pop("_early_variables", [])  # Variables assigned before this __init__
+        d["_trainable_variables"] = [v for v in early if v.trainable]
+        d["_non_trainable_variables"] = [v for v in early if not v.trainable]
         d["_regularized"], d["_losses"], d["_inbound_nodes"] = [], [], []
         d["_losses_call"] = d["_last_call"] = 0  # outermost-call numbers (see `losses`)
         self._batch_input_shape = None if batch_shape is None else tuple(batch_shape)
@@ -152,6 +156,9 @@ class Layer:
             raise ValueError(f"{type(self).__name__}: `name` must be a string without '/'. "
                              f"Received: name={self.name!r}")
         self._dtype = dtype_policy_arg(dtype, f"{type(self).__name__} {self.name!r}")
+        if not isinstance(trainable, (bool, np.bool_)):
+            raise ValueError(f"{self.name}: Expected `trainable` to be a boolean. Received: "
+                             f"trainable={trainable!r} (of type {type(trainable).__name__})")
         self._trainable = bool(trainable)
         self.autocast = bool(autocast)
         self.activity_regularizer = get_regularizer(activity_regularizer)
@@ -161,10 +168,48 @@ class Layer:
         sig = inspect.signature(self.call).parameters
         self._call_has_training = "training" in sig
         self._call_has_mask = "mask" in sig
+        # ``call(x1, x2, x1_mask=None, x2_mask=None)``: each argument's mask by name (Keras)
+        self._call_arg_masks = tuple(n[:-5] for n in sig if n.endswith("_mask") and n[:-5] in sig)
         self._call_first_arg = next((n for n, p in sig.items() if p.kind in (
             p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)), "inputs")
 
     # -- attribute tracking: sublayers assigned as attributes are found by `_sublayers` --------
+    def __setattr__(self, key, value):
+        if isinstance(value, autodiff.Variable) and not getattr(value, "_layer_owned", False):
+            self._track_variable(value)
+        object.__setattr__(self, key, value)
+
+    def _track_variable(self, var):
+        """A `Variable` assigned as an attribute (not made by `add_weight`, not another
+        layer's) joins this layer's weights, as in Keras, also when assigned before
+        ``Layer.__init__`` ran."""
+        var._layer_owned = True
+        d = self.__dict__
+        if "_trainable_variables" not in d:
+            d.setdefault("_early_variables", []).append(var)
+        elif var.trainable:
+            d["_trainable_variables"].append(var)
+        else:
+            d["_non_trainable_variables"].append(var)
+
+    @property
+    def metrics(self):
+        """The `kerasrs.metrics.Metric`s held in attributes of this layer, then its sublayers'
+        (Keras's order), each once."""
+        out = []
+        for value in self.__dict__.values():
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            out.extend(v for v in values if isinstance(v, Metric))
+        for layer in self._sublayers():
+            out.extend(layer.metrics)
+        seen = set()
+        return [m for m in out if not (id(m) in seen or seen.add(id(m)))]
+
+    @property
+    def metrics_variables(self):
+        """The state variables of `metrics`, in their order."""
+        return [v for m in self.metrics for v in m.variables]
+
     def _sublayers(self):
         """Direct sublayers: explicitly tracked ones, then those held in attributes, in order."""
         found, seen = [], set()
@@ -334,8 +379,15 @@ class Layer:
             initializer = "glorot_uniform" if backend_module.is_float_dtype(dtype) else "zeros"
         init = initializers.get(initializer)
         name = name or "variable"
+        in_own_scope = naming.current_scope() == self.name
+        if in_own_scope and self.built and not self.__dict__.get("_in_build"):
+            raise ValueError(f"{self.name}: You cannot add new elements of state (variables or "
+                             "sub-layers) to a layer that is already built. All state must be "
+                             "created in the `__init__()` method or in the `build()` method. "
+                             f"Received: add_weight(name={name!r}) during the layer's call")
         var = autodiff.Variable(init, shape=shape, dtype=dtype, trainable=trainable, name=name)
-        if naming.current_scope() == self.name:
+        var._layer_owned = True
+        if in_own_scope:
             var.path = naming.variable_path(name)
         else:  # outside build (enable_lora, quantize): under the path the layer was built at
             var.path = f"{self.path or naming.variable_path(self.name)}/{name}"
@@ -446,7 +498,10 @@ class Layer:
     # -- losses ---------------------------------------------------------------------------------
     def add_loss(self, loss):
         """Add a scalar Tensor to `losses`. Values added during one outermost call replace those
-        of earlier calls (Keras clears them at the start of each outermost call)."""
+        of earlier calls (Keras clears them at the start of each outermost call). A call on
+        symbolic tensors adds none (it computes no values)."""
+        if context.symbolic_probe.get():
+            return
         if self._losses_call != _outer_calls[0]:
             self._losses = []
             self._losses_call = _outer_calls[0]
@@ -514,6 +569,8 @@ class Layer:
         if not args and kwargs:  # keyword-only inputs: layer(query=q, value=v)
             name = self._call_first_arg if self._call_first_arg in kwargs else "inputs"
             args = (kwargs.pop(name),) if name in kwargs else ()
+        if len(args) > 1 and not self._allow_non_tensor_positional_args:
+            self._check_positional_args(args)
         if node.any_symbolic(args, kwargs):
             return node.symbolic_call(self, args, kwargs)
         if not args:
@@ -538,6 +595,8 @@ class Layer:
             kwargs["training"] = training
         if mask is not None and self._call_has_mask:
             kwargs["mask"] = mask
+        if self._call_arg_masks:
+            self._add_argument_masks(args, kwargs)
         policy = self._policy()  # mixed policies read float32 variables in compute_dtype
         autocast = policy.autocast_dtype if policy is not None else None
         if not self.autocast and _autocast_var.get() is not None:
@@ -556,10 +615,68 @@ class Layer:
         if self.activity_regularizer is not None:
             for out in autodiff._flatten(outputs):
                 if isinstance(out, autodiff.Tensor):
-                    self.add_loss(self.activity_regularizer(out))
+                    self.add_loss(self._activity_loss(out))
         if mask is not None or type(self).compute_mask is not Layer.compute_mask:
             self._set_output_mask(inputs, outputs, mask)
         return outputs
+
+    def stateless_call(self, trainable_variables, non_trainable_variables, *args,
+                       return_losses=False, **kwargs):
+        """Call the layer with the given values of its state instead of the current ones, and
+        leave the state as it was (Keras's functional call).
+
+        Args:
+            trainable_variables / non_trainable_variables: values (arrays or Tensors), one per
+                entry of `trainable_variables` / `non_trainable_variables`, in that order.
+            *args, **kwargs: the call's arguments. return_losses: also return `losses`.
+
+        Returns:
+            ``(outputs, new_non_trainable_values)`` (Tensors: the non-trainable state after the
+            call, e.g. moving statistics and seed states), and the losses with
+            ``return_losses``. The values are assigned for the call and put back after it, so
+            no gradient flows to the given arrays (record a `GradientTape` on the variables).
+
+        Raises:
+            ValueError: if a list's length differs from the layer's.
+        """
+        own_t, own_nt = self.trainable_variables, self.non_trainable_variables
+        for what, own, given in (("trainable_variables", own_t, trainable_variables),
+                                 ("non_trainable_variables", own_nt, non_trainable_variables)):
+            if len(given) != len(own):
+                raise ValueError(f"{self.name}.stateless_call: the layer has {len(own)} "
+                                 f"{what}. Received: {len(given)} values")
+        state = own_t + own_nt
+        saved = [np.array(v.numpy()) for v in state]
+        try:
+            for var, value in zip(state, list(trainable_variables) + list(non_trainable_variables)):
+                if value is not var:
+                    var.assign(backend_module.convert_to_numpy(value))
+            outputs = self(*args, **kwargs)
+            new_nt = [autodiff.convert_to_tensor(np.array(v.numpy())) for v in own_nt]
+            losses = self.losses if return_losses else None
+        finally:
+            for var, value in zip(state, saved):
+                var.assign(value)
+        return (outputs, new_nt, losses) if return_losses else (outputs, new_nt)
+
+    def _activity_loss(self, output):
+        """The activity regularizer's value on ``output``, divided by the batch size (Keras's
+        rule: the penalty's strength does not depend on the batch size; 0 for an empty batch)."""
+        loss = self.activity_regularizer(output)
+        if output.ndim == 0:
+            return loss
+        return loss / output.shape[0] if output.shape[0] else loss * 0
+
+    def _check_positional_args(self, args):
+        """Keras's rule: only tensors (or None) are passed positionally after the first input;
+        flags and numbers go by keyword, so ``layer(x, True)`` cannot bind ``True`` to the wrong
+        parameter unnoticed."""
+        for arg in autodiff._flatten(list(args[1:])):
+            if arg is not None and not isinstance(arg, (autodiff.Tensor, node.SymbolicTensor,
+                                                        np.ndarray)):
+                raise ValueError(f"{self.name}: Only input tensors may be passed as positional "
+                                 "arguments. The following argument value should be passed as "
+                                 f"a keyword argument: {arg!r} (of type {type(arg).__name__})")
 
     def _convert_inputs(self, inputs):
         """Tensors from arrays/lists; float tensors cast to the layer's compute dtype."""
@@ -584,11 +701,25 @@ class Layer:
                 inputs._keras_mask = mask
         return inputs
 
+    def _add_argument_masks(self, args, kwargs):
+        """Fill ``<arg>_mask`` parameters of ``call`` not given with the masks the arguments
+        carry (a tuple or list of masks for a tuple or list argument; nothing if none has one)."""
+        bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
+        for name in self._call_arg_masks:
+            if f"{name}_mask" in kwargs or bound.get(name) is None:
+                continue
+            value = bound[name]
+            mask = type(value)(getattr(v, "_keras_mask", None) for v in value) \
+                if isinstance(value, (list, tuple)) else getattr(value, "_keras_mask", None)
+            if mask is not None and any(m is not None for m in autodiff._flatten(mask)):
+                kwargs[f"{name}_mask"] = mask
+
     def _build_from_call(self, args, kwargs):
         """Run ``build`` with the shapes of the call's arguments (see the module docstring)."""
         params = [p for p in inspect.signature(self.build).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if len(params) > 1 and all(p.name.endswith("_shape") for p in params):
+        if len(params) > 1:
+            self._check_build_signature(params)
             bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
             shapes = {p.name: _shape_of(bound[p.name[:-6]]) for p in params
                       if p.name[:-6] in bound and bound[p.name[:-6]] is not None}
@@ -598,6 +729,21 @@ class Layer:
         else:
             self.build(_shape_of(args[0]))
         self.built = True
+
+    def _check_build_signature(self, params):
+        """A ``build`` with several parameters gets one shape per call argument: each parameter
+        must be named ``<arg>_shape`` after an argument of ``call``."""
+        call_args = inspect.signature(self.call).parameters
+        for p in params:
+            arg = p.name[:-6] if p.name.endswith("_shape") else None
+            if arg is None or arg not in call_args:
+                problem = (f"which does not end in `_shape`" if arg is None else
+                           f"but `call()` does not have argument `{arg}`")
+                raise ValueError(f"{self.name}: a `build()` method with more than one argument "
+                                 "gets the shape of each `call()` argument, so every argument "
+                                 "needs a `_shape` suffix and must match an argument of "
+                                 f"`call()`, e.g. `build(self, foo_shape, bar_shape)`. Received "
+                                 f"`build()` argument `{p.name}`, {problem}.")
 
     def _check_input_spec(self, inputs):
         specs = self.input_spec if isinstance(self.input_spec, (list, tuple)) else [self.input_spec]
@@ -736,12 +882,13 @@ class Layer:
     # -- configuration --------------------------------------------------------------------------
     def get_config(self):
         """The constructor arguments as a JSON-able dict (Keras's keys)."""
-        config = {"name": self.name, "trainable": self.trainable,
-                  "dtype": dtype_policies.serialize(self.dtype_policy)}
-        if self.activity_regularizer is not None:
-            config["activity_regularizer"] = serialize_regularizer(self.activity_regularizer)
+        config = {"name": self.name}
         if type(self).get_config in _BASE_GET_CONFIGS:  # a subclass without its own get_config
             config.update(getattr(self, "_auto_config", None) or {})
+        config.update(trainable=self.trainable,  # these win over the recorded arguments (Keras)
+                      dtype=dtype_policies.serialize(self.dtype_policy))
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = serialize_regularizer(self.activity_regularizer)
         return config
 
     @classmethod
@@ -752,6 +899,12 @@ class Layer:
             TypeError: if the constructor refuses the config (Keras's type and phrase, with the
                 constructor's own error chained).
         """
+        if isinstance(config.get("dtype"), dict):  # Keras: the constructor sees a policy
+            policy = dtype_policies.deserialize(config["dtype"])
+            if policy.__class__ is not dtype_policies.DTypePolicyMap and \
+                    policy.quantization_mode is None:
+                policy = policy.name  # a plain policy as its name, as Keras passes it
+            config = {**config, "dtype": policy}
         try:
             return cls(**config)
         except Exception as e:  # noqa: BLE001 - reported with the config, as Keras does

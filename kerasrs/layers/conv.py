@@ -12,6 +12,7 @@ import numpy as np
 from kerasrs import activations, initializers, ops
 from kerasrs.layers.base import InputSpec, Layer
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
+from kerasrs.layers.quantized import QuantizedWeights
 from kerasrs.ops import convolution, projection
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D"]
@@ -132,10 +133,12 @@ def conv_config(layer):
             "kernel_regularizer": serialize_regularizer(layer.kernel_regularizer),
             "bias_regularizer": serialize_regularizer(layer.bias_regularizer),
             "activity_regularizer": serialize_regularizer(layer.activity_regularizer),
-            "kernel_constraint": None, "bias_constraint": None}
+            "kernel_constraint": None, "bias_constraint": None,
+            **({"lora_rank": layer.lora_rank, "lora_alpha": layer.lora_alpha}
+               if getattr(layer, "lora_rank", None) else {})}
 
 
-class BaseConv(Layer):
+class BaseConv(QuantizedWeights, Layer):
     """N-D convolution layer: ``activation(conv(inputs, kernel) + bias)`` (Keras's BaseConv).
 
     Args:
@@ -156,9 +159,11 @@ class BaseConv(Layer):
         kernel_initializer / bias_initializer: defaults "glorot_uniform" / "zeros".
         kernel_regularizer / bias_regularizer / activity_regularizer: optional regularizers.
         kernel_constraint / bias_constraint: optional callables applied after each update.
+        lora_rank / lora_alpha: enable LoRA at build (see `enable_lora`).
 
     Weights: ``kernel`` ``(*kernel_size, in_channels // groups, filters)`` (both data formats),
-    ``bias`` ``(filters,)``.
+    ``bias`` ``(filters,)``; with LoRA also ``lora_kernel_a`` ``(*kernel_size, in_channels //
+    groups, rank)`` and ``lora_kernel_b`` ``(rank, filters)``.
 
     Raises:
         ValueError: for malformed arguments; on the first call for an input of the wrong rank,
@@ -173,8 +178,8 @@ class BaseConv(Layer):
                  kernel_constraint=None, bias_constraint=None, lora_rank=None, lora_alpha=None,
                  **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        if lora_rank:
-            raise ValueError(f"{self.name}: LoRA is not supported. Received: lora_rank={lora_rank}")
+        self.lora_rank = lora_rank
+        self.lora_alpha = lora_rank if lora_alpha is None else lora_alpha
         who = self.name
         self.rank = rank
         if not isinstance(filters, (int, np.integer)) or isinstance(filters, bool) or filters <= 0:
@@ -212,15 +217,49 @@ class BaseConv(Layer):
             raise ValueError(f"{self.name}: the input channels must be known and divisible by "
                              f"groups={self.groups}. Received: input shape {tuple(input_shape)}")
         check_windows(self, input_shape, self.kernel_size, self.dilation_rate, self.padding)
-        self.kernel = self.add_weight("kernel", self.kernel_size + (channels // self.groups,
-                                                                    self.filters),
-                                      self.kernel_initializer, regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
+        self._kernel_shape = self.kernel_size + (channels // self.groups, self.filters)
+        self._kernel = self.add_weight("kernel", self._kernel_shape, self.kernel_initializer,
+                                       regularizer=self.kernel_regularizer,
+                                       constraint=self.kernel_constraint)
         self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer,
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
         axis = 1 if self.data_format == "channels_first" else -1
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={axis: channels})
+        self.built = True
+        if self.lora_rank:
+            self.enable_lora(self.lora_rank, self.lora_alpha)
+
+    # -- LoRA (Hu et al. 2021; saving and loading: `kerasrs.layers.quantized`) -----------------
+    _WEIGHTS = {"kernel": "_kernel"}
+    _LORA = ("lora_kernel_a", "lora_kernel_b")
+    _SERIALIZED = {None: ("kernel", "bias")}
+
+    @property
+    def kernel(self):
+        """The kernel the convolution uses: with LoRA on, the frozen kernel plus
+        ``(lora_alpha / rank) * lora_kernel_a @ lora_kernel_b``."""
+        if not self.built:
+            raise AttributeError(f"{self.name}: You must build the layer before accessing "
+                                 "`kernel`.")
+        if not self.lora_enabled:
+            return self._kernel
+        return ops.cast(ops.add(self._kernel, self._lora_delta()), self.compute_dtype)
+
+    def enable_lora(self, rank, lora_alpha=None, a_initializer="he_uniform",
+                    b_initializer="zeros"):
+        """Freeze the kernel and learn a low-rank delta ``(lora_alpha / rank) * a @ b`` (the
+        LoRA weights are float32 whatever the policy).
+
+        Raises:
+            ValueError: with a kernel constraint, before the layer is built, or when LoRA is
+                already on.
+        """
+        self._check_lora(self.kernel_constraint, "kernel")
+        self._add_kernel_lora(rank, lora_alpha, a_initializer, b_initializer)
+
+    def _merged_lora_values(self):
+        return {"kernel": np.asarray(self.kernel.numpy())}
 
     def call(self, inputs):
         check_windows(self, inputs.shape, self.kernel_size, self.dilation_rate, self.padding)

@@ -2,6 +2,8 @@
 
 import warnings
 
+import numpy as np
+
 from kerasrs import backend as backend_module
 from kerasrs.layers import base, node
 
@@ -34,18 +36,22 @@ class InputLayer(base.Layer):
             warnings.warn("Argument `input_shape` is deprecated. Use `shape` instead.",
                           UserWarning, stacklevel=2)
             shape = input_shape if shape is None and batch_shape is None else shape
-        for flag, value in (("sparse", sparse), ("ragged", ragged)):
-            if value:
-                raise ValueError(f"InputLayer: `{flag}=True` is not supported ({flag} inputs). "
-                                 f"Received: {flag}={value!r}")
         super().__init__(name=name, dtype=None, **kwargs)
         if input_tensor is not None:
+            self._check_input_tensor(input_tensor, dict(
+                shape=shape, batch_size=batch_size, batch_shape=batch_shape, dtype=dtype,
+                sparse=sparse))
+            shape, batch_size = None, None
             batch_shape, dtype = input_tensor.shape, input_tensor.dtype
+        for flag, value in (("sparse", sparse), ("ragged", ragged)):
+            if value:
+                raise ValueError(f"{self.name}: `{flag}=True` is not supported ({flag} inputs). "
+                                 f"Received: {flag}={value!r}")
         if shape is not None and batch_shape is not None:
             raise ValueError(f"{self.name}: You cannot pass both `shape` and `batch_shape` at "
                              f"the same time; give one. Received: shape={shape}, "
                              f"batch_shape={batch_shape}")
-        if batch_size is not None and batch_shape is not None and input_tensor is None:
+        if batch_size is not None and batch_shape is not None:
             raise ValueError(f"{self.name}: You cannot pass both `batch_size` and `batch_shape` "
                              f"at the same time; give one. Received: batch_size={batch_size}, "
                              f"batch_shape={batch_shape}")
@@ -55,15 +61,17 @@ class InputLayer(base.Layer):
         if batch_shape is None:
             shape = (shape,) if isinstance(shape, int) else tuple(shape)
             batch_shape = (batch_size,) + shape
-        batch_shape = tuple(batch_shape)
+        batch_shape = tuple(int(d) if isinstance(d, np.integer) else d for d in batch_shape)
         if any(d is not None and (not isinstance(d, int) or d <= 0) for d in batch_shape):
             raise ValueError(f"{self.name}: every size must be a positive int or None. "
                              f"Received: batch_shape={batch_shape}")
         self.batch_shape = batch_shape
         self.optional = bool(optional)
+        self.sparse = self.ragged = False  # Keras's attributes (no sparse/ragged tensors here)
         self._input_dtype = backend_module.standardize_dtype(dtype).name
         self.built = True
-        tensor = input_tensor or node.SymbolicTensor(batch_shape, self._input_dtype, name=self.name)
+        tensor = node.SymbolicTensor(batch_shape, self._input_dtype, name=self.name) \
+            if input_tensor is None else input_tensor
         node.Node(self, (), {}, [tensor])
 
     @property
@@ -72,8 +80,33 @@ class InputLayer(base.Layer):
 
     compute_dtype = dtype
 
-    def call(self, inputs):
+    def call(self, inputs=None):
+        """Nothing to compute: the input passes through (``call()`` alone gives None)."""
         return inputs
+
+    def _check_input_tensor(self, tensor, args):
+        """The other arguments given with ``input_tensor`` (``args``, by name) must agree with
+        it (Keras's rule)."""
+        if not isinstance(tensor, node.SymbolicTensor):
+            raise ValueError(f"{self.name}: Argument `input_tensor` must be a KerasTensor "
+                             "(a symbolic tensor, e.g. from `Input`). Received invalid type: "
+                             f"input_tensor of type {type(tensor).__name__}")
+        given = tuple(tensor.shape)
+        shape, batch_size, batch_shape, dtype, sparse = (args[k] for k in (
+            "shape", "batch_size", "batch_shape", "dtype", "sparse"))
+        conflicts = (
+            ("batch_size", batch_size is not None and (not given or given[0] != batch_size)),
+            ("shape", shape is not None and tuple(shape) != given[1:]),
+            ("batch_shape", batch_shape is not None and tuple(batch_shape) != given),
+            ("dtype", dtype is not None and backend_module.standardize_dtype(dtype) !=
+             backend_module.standardize_dtype(tensor.dtype)),
+            ("sparse", sparse is not None and bool(sparse) != tensor.sparse))
+        for arg, conflict in conflicts:
+            if conflict:
+                raise ValueError(f"{self.name}: When providing the `input_tensor` argument, you "
+                                 f"cannot provide an incompatible `{arg}` argument. Received: "
+                                 f"input_tensor of shape {given} and dtype {tensor.dtype}, "
+                                 f"{arg}={args[arg]!r}")
 
     def get_config(self):
         return {"batch_shape": list(self.batch_shape), "dtype": self.dtype, "sparse": False,

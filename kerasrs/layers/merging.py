@@ -99,20 +99,66 @@ class Subtract(Merge):
 
 
 class Multiply(Merge):
-    """Elementwise product of the inputs."""
+    """Elementwise product of the inputs. Masked steps count as 1 (Keras's rule); when every
+    input has a mask, the steps masked in all of them are 0."""
 
     def _merge(self, a, b):
         return ops.multiply(a, b)
 
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return super().call(inputs)
+        self._check_list([tuple(x.shape) for x in inputs])
+        masks = [_full_mask(x, m) for x, m in zip(inputs, mask)]
+        every = all(m is not None for m in masks)
+        out = out_mask = None
+        for x, m in zip(inputs, masks):
+            if m is not None:
+                x = ops.where(m, x, ops.ones_like(x))
+                if every:
+                    out_mask = m if out_mask is None else ops.logical_or(out_mask, m)
+            out = x if out is None else ops.multiply(out, x)
+        return ops.where(out_mask, out, ops.zeros_like(out)) if every else out
 
-class Maximum(Merge):
+
+class _MaskedExtremum(Merge):
+    """`Maximum` and `Minimum`: a masked step of one input takes the other inputs' value there
+    (Keras's rule), so masked values never win."""
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return super().call(inputs)
+        self._check_list([tuple(x.shape) for x in inputs])
+        out = out_mask = None
+        for x, m in zip(inputs, mask):
+            m = _full_mask(x, m)
+            if out is None:
+                out, out_mask = x, m
+                continue
+            if m is not None:
+                x = ops.where(m, x, out)
+            if out_mask is not None:
+                out = ops.where(out_mask, out, x)
+            out_mask = None if m is None or out_mask is None else ops.logical_or(out_mask, m)
+            out = self._merge(out, x)
+        return out
+
+
+def _full_mask(x, mask):
+    """A (batch, steps) mask as a bool mask of ``x``'s shape (None stays None)."""
+    if mask is None:
+        return None
+    return ops.broadcast_to(ops.expand_dims(ops.cast(mask, "bool"), -1), x.shape)
+
+
+class Maximum(_MaskedExtremum):
     """Elementwise maximum of the inputs (ties share the gradient)."""
 
     def _merge(self, a, b):
         return ops.maximum(a, b)
 
 
-class Minimum(Merge):
+class Minimum(_MaskedExtremum):
     """Elementwise minimum of the inputs (ties share the gradient)."""
 
     def _merge(self, a, b):

@@ -18,7 +18,7 @@ layers work without writing ``compute_output_shape``.
 
 import numpy as np
 
-from kerasrs import autodiff, ops
+from kerasrs import autodiff, context, ops
 from kerasrs import backend as backend_module
 
 _PROBE_SIZES = (2, 3)
@@ -260,13 +260,20 @@ def _probe(layer, args, kwargs, size, masks=False):
                                          dtype=bool)
         return out
 
-    with autodiff.no_grad(), np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
-        return layer(*map_structure(zeros, list(args)), training=False,
-                     **map_structure(zeros, kwargs))
+    token = context.symbolic_probe.set(True)
+    try:
+        with autodiff.no_grad(), np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
+            return layer(*map_structure(zeros, list(args)), training=False,
+                         **map_structure(zeros, kwargs))
+    finally:
+        context.symbolic_probe.reset(token)
 
 
 def _shape_of(x):
-    """The shape of a tensor, or the structure of shapes of a list/tuple/dict of tensors."""
+    """The shape of a tensor, or the structure of shapes of a list/tuple/dict of tensors (None
+    for a None in it: an optional input left out)."""
+    if x is None:
+        return None
     if isinstance(x, (list, tuple)):
         return [_shape_of(v) for v in x]
     if isinstance(x, dict):

@@ -5,6 +5,8 @@ Batch and layer normalization in training use the fused ops of `kerasrs.ops.norm
 (one tape entry, closed-form backward); the others compose `kerasrs.ops`.
 """
 
+import contextlib
+
 import numpy as np
 
 from kerasrs import context, initializers, ops
@@ -74,10 +76,26 @@ def _moving_average(moving, batch, momentum):
         moving.assign(moving.data * momentum +
                       batch.data.astype(moving.dtype) * (1.0 - momentum))
         return
-    token = context.autocast.set(None)
-    try:
+    with _no_autocast():
         moving.assign(ops.add(ops.multiply(moving, momentum),
                               ops.multiply(ops.cast(batch, moving.dtype), 1.0 - momentum)))
+
+
+def _assign_variance_from_stddev(variance, stddev, epsilon):
+    """``variance = max(stddev**2 - epsilon, 0)`` outside any tape, as `_moving_average`."""
+    if not context.tracers.get():
+        variance.assign(np.maximum(stddev.data ** 2 - epsilon, 0).astype(variance.dtype))
+        return
+    with _no_autocast():
+        variance.assign(ops.relu(ops.subtract(ops.square(stddev), epsilon)))
+
+
+@contextlib.contextmanager
+def _no_autocast():
+    """Moving statistics stay in their own dtype under a mixed policy."""
+    token = context.autocast.set(None)
+    try:
+        yield
     finally:
         context.autocast.reset(token)
 
@@ -102,7 +120,16 @@ class BatchNormalization(_ScaleShift, Layer):
         beta_initializer / gamma_initializer / moving_mean_initializer /
             moving_variance_initializer: "zeros" / "ones" / "zeros" / "ones".
         beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint: optional.
-        synchronized: accepted (one device: no effect). renorm: only False is supported.
+        synchronized: accepted (one device: no effect).
+        renorm: bool, batch renormalization (Ioffe, 2017, "Batch Renormalization", Algorithm 1):
+            in training the batch-normalized values are corrected to ``x_hat * r + d`` with
+            ``r = batch_stddev / renorm_stddev`` and ``d = (batch_mean - renorm_mean) /
+            renorm_stddev`` (no gradient through ``r`` and ``d``), so training and inference
+            see the same statistics. Adds the non-trainable ``moving_stddev``, ``renorm_mean``
+            and ``renorm_stddev``; ``moving_variance`` follows ``moving_stddev**2 - epsilon``.
+        renorm_clipping: dict with optional keys ``rmax``, ``rmin``, ``dmax``: ``r`` is clipped
+            to ``[rmin, rmax]`` and ``d`` to ``[-dmax, dmax]``.
+        renorm_momentum: float, the decay of ``renorm_mean`` and ``renorm_stddev``. 0.99.
 
     Call arguments: ``training``; ``mask`` ``(batch, ...)`` (the input's rank minus one):
     statistics only over the unmasked positions (training only).
@@ -131,15 +158,14 @@ class BatchNormalization(_ScaleShift, Layer):
         if not isinstance(axis, (int, np.integer)):
             raise TypeError(f"{self.name}: `axis` must be an int. Received: axis={axis!r}")
         if renorm:
-            raise ValueError(f"{self.name}: batch renormalization is not supported. "
-                             f"Received: renorm={renorm!r}")
+            renorm_clipping = _check_renorm_clipping(self.name, renorm_clipping or {})
         if not 0.0 <= float(momentum) <= 1.0 or float(epsilon) <= 0:
             raise ValueError(f"{self.name}: `momentum` must be in [0, 1] and `epsilon` > 0. "
                              f"Received: momentum={momentum!r}, epsilon={epsilon!r}")
         self.axis, self.momentum, self.epsilon = int(axis), float(momentum), float(epsilon)
         self.synchronized = bool(synchronized)
-        self.renorm, self.renorm_clipping, self.renorm_momentum = False, renorm_clipping, \
-            renorm_momentum
+        self.renorm, self.renorm_clipping, self.renorm_momentum = bool(renorm), \
+            renorm_clipping, renorm_momentum
         self._init_scale_shift(center, scale, beta_initializer, gamma_initializer,
                                beta_regularizer, gamma_regularizer, beta_constraint,
                                gamma_constraint)
@@ -154,6 +180,17 @@ class BatchNormalization(_ScaleShift, Layer):
                                            trainable=False)
         self.moving_variance = self.add_weight("moving_variance", shape,
                                                self.moving_variance_initializer, trainable=False)
+        if self.renorm:  # the stddevs start at the square root of the variance initializer's
+            def stddev_init(shape, dtype=None):
+                return np.sqrt(ops.convert_to_numpy(self.moving_variance_initializer(shape,
+                                                                                     dtype)))
+
+            self.moving_stddev = self.add_weight("moving_stddev", shape, stddev_init,
+                                                 trainable=False)
+            self.renorm_mean = self.add_weight("renorm_mean", shape,
+                                               self.moving_mean_initializer, trainable=False)
+            self.renorm_stddev = self.add_weight("renorm_stddev", shape, stddev_init,
+                                                 trainable=False)
         self.input_spec = InputSpec(ndim=len(input_shape), axes={self.axis: shape[0]})
 
     def call(self, inputs, training=None, mask=None):
@@ -161,6 +198,8 @@ class BatchNormalization(_ScaleShift, Layer):
             return norm_ops.batch_normalization(inputs, self.moving_mean, self.moving_variance,
                                                 self.axis, self.beta, self.gamma, self.epsilon)
         weights = self._step_weights(inputs, mask)
+        if self.renorm:
+            return self._renorm_call(inputs, weights)
         if weights is None:
             outputs, mean, variance = norm_ops.fused_batch_normalization(
                 inputs, self.gamma, self.beta, self.axis, self.epsilon)
@@ -183,13 +222,47 @@ class BatchNormalization(_ScaleShift, Layer):
                 raise ValueError(f"{self.name}: the mask must have one dimension less than the "
                                  f"inputs. Received: mask shape {tuple(m.shape)}, inputs shape "
                                  f"{inputs.shape}")
-            weights = ops.expand_dims(ops.cast(m, inputs.dtype), self.axis % inputs.ndim)
+            weights = ops.expand_dims(ops.cast(m, inputs.dtype), -1)  # the mask: (batch, ...)
         rows = padding.current()
         if rows is not None and rows[0] < rows[1] == inputs.shape[0]:
             real = (xp.arange(rows[1]) < rows[0]).astype(inputs.dtype)
             real = constant(real.reshape((-1,) + (1,) * (inputs.ndim - 1)), inputs.backend)
             weights = real if weights is None else ops.multiply(weights, real)
         return weights
+
+    def _renorm_call(self, inputs, weights):
+        """Batch renormalization in training (see the class docstring)."""
+        if weights is None:
+            axes = [i for i in range(inputs.ndim) if i != self.axis % inputs.ndim]
+            mean, variance = (ops.reshape(m, (inputs.shape[self.axis],))
+                              for m in ops.moments(inputs, axes))
+        else:
+            mean, variance = self._masked_moments(inputs, weights)
+        stddev = ops.sqrt(ops.add(variance, self.epsilon))
+        renorm_stddev = ops.maximum(self.renorm_stddev, float(np.sqrt(self.epsilon)))
+        r = ops.stop_gradient(ops.divide(stddev, renorm_stddev))
+        d = ops.stop_gradient(ops.divide(ops.subtract(mean, self.renorm_mean), renorm_stddev))
+        clip = self.renorm_clipping
+        if clip.get("rmin") is not None:
+            r = ops.maximum(r, clip["rmin"])
+        if clip.get("rmax") is not None:
+            r = ops.minimum(r, clip["rmax"])
+        if clip.get("dmax") is not None:
+            d = ops.clip(d, -clip["dmax"], clip["dmax"])
+        # (x_hat * r + d) * gamma + beta = x_hat * (r * gamma) + (d * gamma + beta)
+        gamma = r if self.gamma is None else ops.multiply(r, self.gamma)
+        beta = d if self.gamma is None else ops.multiply(d, self.gamma)
+        beta = beta if self.beta is None else ops.add(beta, self.beta)
+        outputs = norm_ops.batch_normalization(inputs, mean, variance, self.axis, beta, gamma,
+                                               self.epsilon)
+        for moving, batch, momentum in (
+                (self.renorm_mean, mean, self.renorm_momentum),
+                (self.renorm_stddev, stddev, self.renorm_momentum),
+                (self.moving_mean, mean, self.momentum),
+                (self.moving_stddev, stddev, self.momentum)):
+            _moving_average(moving, batch, momentum)
+        _assign_variance_from_stddev(self.moving_variance, self.moving_stddev, self.epsilon)
+        return outputs
 
     def _masked_moments(self, inputs, weights):
         """Mean and biased variance over the positions where ``weights`` is 1
@@ -213,8 +286,25 @@ class BatchNormalization(_ScaleShift, Layer):
                 "moving_mean_initializer": initializers.serialize(self.moving_mean_initializer),
                 "moving_variance_initializer": initializers.serialize(
                     self.moving_variance_initializer),
-                "synchronized": self.synchronized, "renorm": False,
+                "synchronized": self.synchronized, "renorm": self.renorm,
                 "renorm_clipping": self.renorm_clipping, "renorm_momentum": self.renorm_momentum}
+
+
+def _check_renorm_clipping(name, clipping):
+    """``renorm_clipping`` as given, after checking its keys and bounds (Keras's phrases)."""
+    unknown = set(clipping) - {"rmax", "rmin", "dmax"}
+    if unknown:
+        raise ValueError(f"{name}: Received invalid keys for `renorm_clipping` argument: "
+                         f"{sorted(unknown)}. Supported values: ['rmax', 'rmin', 'dmax']. "
+                         f"Received: renorm_clipping={clipping!r}")
+    rmax, rmin, dmax = clipping.get("rmax"), clipping.get("rmin"), clipping.get("dmax")
+    if rmax is not None and rmin is not None and rmax < rmin:
+        raise ValueError(f"{name}: rmax should be greater than rmin in the `renorm_clipping` "
+                         f"argument. Received: rmax={rmax}, rmin={rmin}")
+    if dmax is not None and dmax < 0:
+        raise ValueError(f"{name}: dmax should be non-negative in the `renorm_clipping` "
+                         f"argument. Received: dmax={dmax}")
+    return clipping
 
 
 class LayerNormalization(_ScaleShift, Layer):
@@ -287,6 +377,10 @@ class GroupNormalization(_ScaleShift, Layer):
 
     Weights: ``gamma``, ``beta``, each ``(channels,)``.
 
+    The statistics are computed in float32 at least (inputs are not cast down first, so values
+    beyond float16's range do not overflow under ``mixed_float16``); the output is in the
+    compute dtype.
+
     Raises:
         ValueError: if ``groups`` is invalid or does not divide the channels (naming the layer
             and the shape).
@@ -302,6 +396,7 @@ class GroupNormalization(_ScaleShift, Layer):
             raise ValueError(f"{self.name}: Invalid argument `groups`: it must be a positive int "
                              f"or -1. Received: groups={groups!r}")
         self.groups, self.axis, self.epsilon = int(groups), int(axis), float(epsilon)
+        self.autocast = False  # the input is cast in `call`, to float32 at least (Keras)
         self._init_scale_shift(center, scale, beta_initializer, gamma_initializer,
                                beta_regularizer, gamma_regularizer, beta_constraint,
                                gamma_constraint)
@@ -326,6 +421,8 @@ class GroupNormalization(_ScaleShift, Layer):
     def call(self, inputs):
         axis, g = self.axis % inputs.ndim, self.groups
         shape = inputs.shape
+        if inputs.dtype not in ("float32", "float64"):
+            inputs = ops.cast(inputs, "float32")
         grouped_shape = shape[:axis] + (g, shape[axis] // g) + shape[axis + 1:]
         x = ops.reshape(inputs, grouped_shape)
         reduce = tuple(i for i in range(1, x.ndim) if i != axis)
@@ -338,7 +435,7 @@ class GroupNormalization(_ScaleShift, Layer):
             y = ops.multiply(y, ops.reshape(self.gamma, bshape))
         if self.beta is not None:
             y = ops.add(y, ops.reshape(self.beta, bshape))
-        return y
+        return ops.cast(y, self.compute_dtype)
 
     def compute_output_shape(self, input_shape):
         _check_axes(self, self.axis, input_shape)

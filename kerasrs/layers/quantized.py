@@ -160,6 +160,15 @@ class QuantizedWeights:
         self.lora_enabled, self.lora_rank = True, rank
         self.lora_alpha = rank if lora_alpha is None else lora_alpha
 
+    def _add_kernel_lora(self, rank, lora_alpha, a_initializer, b_initializer):
+        """LoRA on ``self._kernel`` of shape ``_kernel_shape``: ``lora_kernel_a`` is
+        ``(*_kernel_shape[:-1], rank)`` and ``lora_kernel_b`` ``(rank, _kernel_shape[-1])``, so
+        ``a @ b`` has the kernel's shape."""
+        shape = tuple(self._kernel_shape)
+        self._add_lora_weights(self._LORA, (shape[:-1] + (rank,), (rank, shape[-1])),
+                               (a_initializer, b_initializer), self.kernel_regularizer,
+                               self._kernel, rank, lora_alpha)
+
     def _freeze(self, variable):
         """Move a trainable variable to the non-trainable ones (Keras re-tracks it the same
         way when its ``trainable`` flag changes)."""
@@ -270,10 +279,7 @@ class KernelQuantization(QuantizedWeights):
         if self.quantization_mode == "gptq":
             raise NotImplementedError(f"{self.name}: lora is not currently supported with "
                                       "GPTQ quantization.")
-        shape = tuple(self._kernel_shape)
-        self._add_lora_weights(self._LORA, (shape[:-1] + (rank,), (rank, shape[-1])),
-                               (a_initializer, b_initializer), self.kernel_regularizer,
-                               self._kernel, rank, lora_alpha)
+        self._add_kernel_lora(rank, lora_alpha, a_initializer, b_initializer)
 
     # -- quantize -------------------------------------------------------------------------------
     def quantize(self, mode=None, type_check=True, config=None):

@@ -17,7 +17,10 @@ class Wrapper(Layer):
 
     def __init__(self, layer, **kwargs):
         if not isinstance(layer, Layer):
-            raise ValueError(f"Wrapper: `layer` must be a Layer instance. Received: {layer!r}")
+            raise ValueError(f"{type(self).__name__}: Layer {layer!r} supplied to Wrapper isn't a "
+                             "supported layer type. Please ensure wrapped layer is a valid Keras "
+                             f"layer (a Layer instance). Received: layer of type "
+                             f"{type(layer).__name__}")
         super().__init__(**kwargs)
         self.layer = layer
 
@@ -48,8 +51,8 @@ class SpectralNormalization(Wrapper):
     def __init__(self, layer, power_iterations=1, **kwargs):
         super().__init__(layer, **kwargs)
         if power_iterations <= 0:
-            raise ValueError(f"{self.name}: power_iterations must be > 0. Received: "
-                             f"{power_iterations}")
+            raise ValueError(f"{self.name}: `power_iterations` should be greater than zero. "
+                             f"Received: power_iterations={power_iterations}")
         self.power_iterations = power_iterations
 
     def build(self, input_shape):
@@ -58,8 +61,9 @@ class SpectralNormalization(Wrapper):
         if kernel is None:
             kernel = getattr(self.layer, "embeddings", None)
         if kernel is None:
-            raise ValueError(f"{self.name}: {type(self.layer).__name__} has no attribute "
-                             "'kernel' nor 'embeddings'")
+            raise ValueError(f"{self.name}: the wrapped {type(self.layer).__name__} object "
+                             "has no attribute 'kernel' nor 'embeddings' to normalize. "
+                             f"Received: layer={self.layer.name!r}")
         self.kernel = kernel
         self.vector_u = self.add_weight(shape=(1, kernel.shape[-1]),
                                         initializer=initializers.TruncatedNormal(stddev=0.02),

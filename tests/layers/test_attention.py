@@ -237,8 +237,9 @@ def test_dropout_on_attention_weights_only_in_training():
     t1, t2 = layer(Q, V, training=True).numpy(), layer(Q, V, training=True).numpy()
     assert not np.allclose(t1, a) and not np.allclose(t1, t2)
     att = layers.Attention(dropout=0.9, seed=0)
-    _, w = att([Q, Q], return_attention_scores=True, training=True)
-    np.testing.assert_allclose(w.numpy().sum(-1), 1.0, rtol=1e-5)  # returned weights undropped
+    out, w = att([Q, Q], return_attention_scores=True, training=True)
+    # Keras's Attention returns the weights after dropout (MultiHeadAttention: before it)
+    np.testing.assert_allclose(out.numpy(), w.numpy() @ Q, rtol=1e-5, atol=1e-6)
 
 
 def test_keras_masks_on_inputs_are_used_and_passed_on():
@@ -526,3 +527,29 @@ def test_transformer_example_learns_on_a_subset_of_fashion_mnist():
     except (OSError, RuntimeError) as e:  # no dataset on this machine
         pytest.skip(f"Fashion-MNIST unavailable: {e}")
     assert accuracy > 0.6  # 10 classes: chance is 0.1; about 0.69 here
+
+
+def test_attention_score_helpers_and_dropped_weights():
+    rng = np.random.default_rng(0)
+    q, k = rng.random((2, 3, 4)), rng.random((2, 4, 4))
+    layer = layers.Attention(use_scale=True)
+    layer.build([(2, 3, 4), (2, 4, 4)])
+    np.testing.assert_allclose(layer._calculate_scores(q, k).numpy(),
+                               q @ k.transpose(0, 2, 1) * layer.scale.numpy(), rtol=1e-5)
+    scores = rng.random((2, 3, 4))
+    assert layer._calculate_score_mask(scores, v_mask=None, use_causal_mask=False) is None
+    causal = np.tril(np.ones((1, 3, 4), bool))
+    np.testing.assert_array_equal(layer._calculate_score_mask(scores, None, True), causal)
+    v_mask = np.array([[True, False, True, False]])
+    np.testing.assert_array_equal(layer._calculate_score_mask(scores, v_mask, True),
+                                  causal & v_mask[:, None, :])
+    # with dropout in training, the returned weights are the ones applied to the values
+    query, value = np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.ones((1, 2, 2))
+    out, weights = layers.Attention(dropout=0.5, seed=1)([query, value], training=True,
+                                                         return_attention_scores=True)
+    np.testing.assert_allclose(out.numpy(), weights.numpy() @ value, rtol=1e-6)
+
+
+def test_additive_attention_on_one_tensor_asks_for_a_list():
+    with pytest.raises(ValueError, match="must be called on a list"):
+        layers.AdditiveAttention()(np.ones((1, 2, 2), "float32"))

@@ -266,7 +266,8 @@ def test_conv_gradients_wrt_inputs_kernel_and_bias(rng, make, shape):
     x = rng.standard_normal(shape)
     layer.build(shape)
     layer.bias.assign(rng.standard_normal(layer.bias.shape))
-    gradient_check(layer, x, ["kernel", "bias"])
+    kernel = "_kernel" if "_kernel" in vars(layer) else "kernel"  # `kernel`: a property (LoRA)
+    gradient_check(layer, x, [kernel, "bias"])
 
 
 def test_depthwise_and_separable_gradients(rng):
@@ -359,3 +360,41 @@ def test_docstring_examples_run(module):
     for test in finder.find(module, module.__name__, globs=globs):
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda **kw: layers.Conv1D(3, 2, **kw), (2, 5, 2)),
+    (lambda **kw: layers.Conv2D(3, 2, **kw), (2, 4, 4, 2)),
+    (lambda **kw: layers.Conv3D(3, 2, **kw), (2, 3, 3, 3, 2)),
+])
+def test_conv_lora_adds_a_low_rank_delta_to_the_frozen_kernel(rng, make, shape, tmp_path):
+    layer = make()
+    layer.build(shape)
+    base = rng.standard_normal(layer.kernel.shape).astype("float32")
+    layer.kernel.assign(base)
+    layer.enable_lora(2, lora_alpha=3.0)
+    assert [w.name for w in layer.trainable_weights] == ["bias", "lora_kernel_a", "lora_kernel_b"]
+    assert [w.name for w in layer.non_trainable_weights] == ["kernel"]
+    assert layer.lora_kernel_a.shape == base.shape[:-1] + (2,)
+    assert layer.lora_kernel_b.shape == (2, 3)
+    a = rng.standard_normal(layer.lora_kernel_a.shape).astype("float32")
+    b = rng.standard_normal((2, 3)).astype("float32")
+    layer.lora_kernel_a.assign(a)
+    layer.lora_kernel_b.assign(b)
+    np.testing.assert_allclose(layer.kernel.numpy(), base + 1.5 * (a @ b), rtol=1e-5, atol=1e-5)
+    x = rng.standard_normal(shape).astype("float32")
+    y = layer(x).numpy()
+    # saved weights hold the merged kernel: a plain layer loads them and computes the same
+    model = kerasrs.Sequential([layer])
+    path = str(tmp_path / "lora.weights.h5")
+    model.save_weights(path)
+    plain = kerasrs.Sequential([make()])
+    plain.build(shape)
+    plain.load_weights(path)
+    np.testing.assert_allclose(plain.predict(x, verbose=0), y, rtol=1e-5, atol=1e-5)
+    # the config carries the rank, so a reloaded layer has LoRA on
+    clone = type(layer).from_config(layer.get_config())
+    clone.build(shape)
+    assert clone.lora_enabled and clone.lora_rank == 2 and clone.lora_alpha == 3.0
+    with pytest.raises(ValueError, match="lora is already enabled"):
+        layer.enable_lora(2)

@@ -240,8 +240,12 @@ def test_batch_norm_config_has_keras_defaults():
 def test_normalization_bad_arguments():
     with pytest.raises(ValueError, match=r"bn_x: axis 3 is out of range.*\(2, 4\)"):
         layers.BatchNormalization(axis=3, name="bn_x")(np.ones((2, 4), "float32"))
-    with pytest.raises(ValueError, match="renorm"):
-        layers.BatchNormalization(renorm=True)
+    with pytest.raises(ValueError, match="invalid keys for `renorm_clipping`"):
+        layers.BatchNormalization(renorm=True, renorm_clipping={"r": 1.0})
+    with pytest.raises(ValueError, match="rmax should be greater than rmin"):
+        layers.BatchNormalization(renorm=True, renorm_clipping={"rmax": 0.0, "rmin": 1.0})
+    with pytest.raises(ValueError, match="dmax should be non-negative"):
+        layers.BatchNormalization(renorm=True, renorm_clipping={"dmax": -1.0})
     with pytest.raises(TypeError, match="axis"):
         layers.LayerNormalization(axis="last")
     bn = layers.BatchNormalization(name="bn_y")
@@ -258,3 +262,64 @@ def test_normalization_docstring_examples_run():
     for test in finder.find(normalization_module, normalization_module.__name__, globs=globs):
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_batch_norm_mask_covers_the_leading_axes_whatever_the_feature_axis():
+    # Keras's rule: the mask is (batch, ...) = the input's shape without its last axis, also
+    # when the features are on axis 1; here the first two examples are masked out
+    x = np.random.default_rng(0).normal(size=(5, 2, 3)).astype("float32")
+    mask = np.ones((5, 2), bool)
+    mask[:2] = False
+    bn = layers.BatchNormalization(axis=1, momentum=0.0)
+    bn(x, training=True, mask=mask)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), x[2:].mean(axis=(0, 2)), rtol=1e-5)
+
+
+def test_batch_renormalization_follows_ioffe_2017():
+    rng = np.random.default_rng(1)
+    eps, momentum, renorm_momentum = 1e-3, 0.9, 0.8
+    bn = layers.BatchNormalization(epsilon=eps, momentum=momentum, renorm=True,
+                                   renorm_momentum=renorm_momentum)
+    bn.build((None, 3))
+    assert [w.name for w in bn.non_trainable_weights] == [
+        "moving_mean", "moving_variance", "moving_stddev", "renorm_mean", "renorm_stddev"]
+    r_mean, r_std = rng.normal(size=3), np.abs(rng.normal(1.0, 0.5, size=3))
+    m_std = np.abs(rng.normal(1.0, 0.5, size=3))
+    gamma, beta = rng.normal(1.0, 0.1, size=3), rng.normal(0.0, 0.1, size=3)
+    for var, value in ((bn.renorm_mean, r_mean), (bn.renorm_stddev, r_std),
+                       (bn.moving_stddev, m_std), (bn.gamma, gamma), (bn.beta, beta)):
+        var.assign(value.astype("float32"))
+    x = np.array([[4.0, 6.0, 2.0], [8.0, -2.0, 5.0], [6.0, 4.0, 3.0]], "float32")
+    mean, std = x.mean(0), np.sqrt(x.var(0) + eps)
+    r, d = std / r_std, (mean - r_mean) / r_std
+    expected = ((x - mean) / std * r + d) * gamma + beta
+    np.testing.assert_allclose(bn(x, training=True).numpy(), expected, atol=1e-5)
+    np.testing.assert_allclose(bn.renorm_mean.numpy(),
+                               r_mean * renorm_momentum + mean * (1 - renorm_momentum),
+                               atol=1e-5)
+    new_std = m_std * momentum + std * (1 - momentum)
+    np.testing.assert_allclose(bn.moving_stddev.numpy(), new_std, atol=1e-5)
+    np.testing.assert_allclose(bn.moving_variance.numpy(), new_std ** 2 - eps, atol=1e-5)
+    clone = layers.BatchNormalization.from_config(bn.get_config())
+    assert clone.get_config() == bn.get_config() and clone.renorm
+
+
+def test_batch_renormalization_stddevs_start_at_the_root_of_the_variance_initializer():
+    bn = layers.BatchNormalization(renorm=True,
+                                   moving_variance_initializer=kerasrs.initializers.Constant(4.0))
+    bn.build((None, 5))
+    np.testing.assert_allclose(bn.moving_stddev.numpy(), np.full(5, 2.0))
+    np.testing.assert_allclose(bn.renorm_stddev.numpy(), np.full(5, 2.0))
+
+
+def test_group_norm_under_mixed_float16_does_not_overflow():
+    x = np.full((2, 4, 8), 70000.0, "float32")  # beyond float16's largest value
+    out = layers.GroupNormalization(groups=2, dtype="mixed_float16")(x)
+    assert out.dtype == "float16" and not np.isnan(out.numpy()).any()
+
+
+def test_spectral_normalization_errors_use_keras_phrases():
+    with pytest.raises(ValueError, match="`power_iterations` should be greater than zero"):
+        layers.SpectralNormalization(layers.Dense(2), power_iterations=0)
+    with pytest.raises(ValueError, match="object has no attribute 'kernel' nor 'embeddings'"):
+        layers.SpectralNormalization(layers.ReLU())(np.ones((4, 2), "float32"))

@@ -482,3 +482,50 @@ def test_lstm_rows_example_learns_on_a_subset_of_fashion_mnist():
     except (OSError, RuntimeError) as e:  # no dataset on this machine
         pytest.skip(f"Fashion-MNIST unavailable: {e}")
     assert accuracy > 0.6  # 10 classes: chance is 0.1; about 0.72 here
+
+
+class _SumCell(layers.Layer):
+    """A user cell written as Keras documents it: ``states`` is a list, also of one state."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = self.state_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), initializer="ones")
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units),
+                                                initializer="ones")
+
+    def call(self, inputs, states):
+        out = ops.matmul(inputs, self.kernel) + ops.matmul(states[0], self.recurrent_kernel)
+        return out, [out]
+
+
+def test_a_single_state_user_cell_receives_a_list_of_states():
+    x = np.arange(24, dtype="float32").reshape(2, 3, 4)
+    # per example: h_t = sum(x_t) + 2 h_(t-1); backwards from the last step
+    np.testing.assert_allclose(layers.RNN(_SumCell(2), go_backwards=True)(x).numpy(),
+                               [[202, 202], [538, 538]])
+    stacked = layers.RNN([_SumCell(3), _SumCell(2)])(x).numpy()
+    np.testing.assert_allclose(stacked, [[786, 786], [4386, 4386]])
+
+
+def test_a_stateful_rnn_refuses_another_batch_size():
+    layer = layers.RNN(_SumCell(2), stateful=True)
+    layer(np.ones((4, 5, 3), "float32"))
+    with pytest.raises(ValueError, match="batch size"):
+        layer(np.ones((1, 5, 3), "float32"))
+
+
+def test_conv_lstm_masked_steps_carry_the_states():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 4, 5, 3)).astype("float32")
+    layer = layers.ConvLSTM1D(2, 3, padding="same", return_sequences=True)
+    assert layer.supports_masking
+    mask = np.array([[True, True, False, False], [True, True, True, True]])
+    masked = layer(x, mask=mask).numpy()
+    full = layer(x).numpy()
+    np.testing.assert_allclose(masked[0, 2], masked[0, 1])  # a masked step repeats the state
+    np.testing.assert_allclose(masked[1], full[1], rtol=1e-6)
+    np.testing.assert_allclose(masked[0, :2], full[0, :2], rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(layer.compute_mask(x, mask)), mask)

@@ -54,7 +54,8 @@ class Attention(Layer):
             if self.score_mode == "concat" else None
 
     def _validate(self, inputs, mask=None):
-        if not isinstance(inputs, (list, tuple)) or not 2 <= len(inputs) <= 3:
+        if not isinstance(inputs, (list, tuple)) or not 2 <= len(inputs) <= 3 or any(
+                x is None or isinstance(x, (int, np.integer)) for x in inputs):  # one shape
             raise ValueError(f"{self.name}: the layer must be called on a list of length 2 or 3, "
                              f"[query, value] or [query, value, key]. Received: "
                              f"{type(inputs).__name__} of length "
@@ -76,8 +77,10 @@ class Attention(Layer):
             raise ValueError(f"{self.name}: the query and key feature sizes must match (the "
                              f"scores compare them). Received: {shapes}")
 
-    def _scores(self, q, k):
-        """``(B, Tq, Tv)`` scores."""
+    def _calculate_scores(self, query, key):
+        """``(B, Tq, Tv)`` scores of ``query`` (B, Tq, dim) against ``key`` (B, Tv, dim) (Keras's
+        hook: a subclass overrides it for another score function)."""
+        q, k = ops.convert_to_tensor(query), ops.convert_to_tensor(key)
         if self.score_mode == "dot":
             axes = tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2)
             scores = ops.matmul(q, ops.transpose(k, axes))
@@ -105,24 +108,32 @@ class Attention(Layer):
         be = q.backend
         q_mask = self._mask("query_mask", mask[0], q.shape[:-1], be) if mask else None
         v_mask = self._mask("value_mask", mask[1], v.shape[:-1], be) if mask else None
-        scores = self._scores(q, k)
-        keep = v_mask[..., None, :] if v_mask is not None else None
-        if use_causal_mask:
-            causal = be.xp.tril(be.xp.ones(scores.shape[-2:], dtype=bool))
-            keep = causal if keep is None else be.xp.logical_and(keep, causal)
+        scores = self._calculate_scores(q, k)
+        keep = self._calculate_score_mask(scores, v_mask, use_causal_mask)
         if keep is not None:
             big = 65504.0 if scores.dtype == np.float16 else 1.0e9
             drop = be.xp.broadcast_to(~keep, scores.shape)
             scores = ops.where(constant(drop, be), ops.subtract(scores, big), scores)
         weights = ops.softmax(scores, axis=-1)
-        used = weights
-        if training and self.dropout > 0:
-            used = ops.multiply(weights, constant(dropout_mask(
+        if training and self.dropout > 0:  # the returned scores are the dropped ones (Keras)
+            weights = ops.multiply(weights, constant(dropout_mask(
                 self.seed_generator, weights.shape, self.dropout, weights.dtype, be), be))
-        out = ops.matmul(used, v)
+        out = ops.matmul(weights, v)
         if q_mask is not None:
             out = ops.multiply(out, constant(q_mask[..., None].astype(out.dtype), be))
         return (out, weights) if return_attention_scores else out
+
+    @staticmethod
+    def _calculate_score_mask(scores, v_mask, use_causal_mask):
+        """Where the ``(B, Tq, Tv)`` ``scores`` count (a bool array), or None when all do: the
+        value mask ``(B, Tv)`` per key, and with ``use_causal_mask`` only keys at or before
+        each query position (``(1, Tq, Tv)`` when there is no value mask)."""
+        xp = np if isinstance(scores, np.ndarray) else scores.backend.xp
+        keep = None if v_mask is None else xp.asarray(raw(v_mask)).astype(bool)[..., None, :]
+        if use_causal_mask:
+            causal = xp.tril(xp.ones((1,) + tuple(scores.shape[-2:]), dtype=bool))
+            keep = causal if keep is None else xp.logical_and(keep, causal)
+        return keep
 
     def compute_mask(self, inputs, mask=None):
         if mask is None or mask[0] is None:
@@ -155,8 +166,8 @@ class AdditiveAttention(Attention):
             if self.use_scale else None
         self.concat_score_weight = None
 
-    def _scores(self, q, k):
-        t = ops.tanh(ops.add(ops.expand_dims(q, -2), ops.expand_dims(k, -3)))
+    def _calculate_scores(self, query, key):
+        t = ops.tanh(ops.add(ops.expand_dims(query, -2), ops.expand_dims(key, -3)))
         if self.scale is not None:
             t = ops.multiply(self.scale, t)
         return ops.sum(t, axis=-1)

@@ -125,8 +125,13 @@ class RNN(Layer):
 
     def _initial_states(self, initial_state, batch):
         if initial_state is None:
-            states = self.states if self.stateful and self.states is not None else \
-                self.get_initial_state(batch)
+            carried = self.stateful and self.states is not None
+            if carried and self.states[0].shape[0] != batch:
+                raise ValueError(f"{self.name}: a stateful RNN carries its states from batch to "
+                                 "batch, so every batch must have the same batch size. The "
+                                 f"carried states have batch size {self.states[0].shape[0]}. "
+                                 f"Received: inputs with batch size {batch}")
+            states = self.states if carried else self.get_initial_state(batch)
         else:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
                 else [initial_state]
@@ -193,13 +198,12 @@ class RNN(Layer):
         steps = x.shape[1]
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         kwargs = {"training": training} if getattr(self.cell, "_call_has_training", False) else {}
-        single = not isinstance(self.cell.state_size, (list, tuple))
         if hasattr(self.cell, "reset_dropout_mask"):
             self.cell.reset_dropout_mask()
             self.cell.reset_recurrent_dropout_mask()
         outputs, prev = [], None
         for t in order:
-            out, new = self.cell(x[:, t], states[0] if single else states, **kwargs)
+            out, new = self.cell(x[:, t], list(states), **kwargs)  # a list, also of one state
             new = list(new) if isinstance(new, (list, tuple)) else [new]
             if mask is not None:
                 keep = constant(mask[:, t:t + 1], x.backend)

@@ -318,7 +318,7 @@ class StackedRNNCells(Layer):
         for cell in self.cells:
             n = len(_states_list(cell.state_size))
             own, states = states[:n], states[n:]
-            x, s = cell(x, own if n > 1 or isinstance(cell, _Cell) else own[0], training=training)
+            x, s = cell(x, own, training=training)  # a list, also of one state (as Keras)
             new_states.extend(_states_list(s))
         return x, new_states
 

@@ -19,6 +19,7 @@ def _tuple(value, n):
 
 class _ConvLSTM(Layer):
     rank = 2
+    supports_masking = True  # a (batch, time) mask: masked steps carry the states unchanged
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
                  dilation_rate=1, activation="tanh", recurrent_activation="sigmoid",
@@ -90,7 +91,7 @@ class _ConvLSTM(Layer):
         else:
             self.bias = None
 
-    def call(self, inputs, initial_state=None, training=False):
+    def call(self, inputs, initial_state=None, training=False, mask=None):
         x = inputs
         if x.ndim != self.rank + 3:
             raise ValueError(f"{self.name}: expects inputs of rank {self.rank + 3} (batch, time,"
@@ -98,8 +99,13 @@ class _ConvLSTM(Layer):
         if self.data_format == "channels_first":  # (b, t, c, *s) -> (b, t, *s, c)
             x = ops.moveaxis(x, 2, -1)
         batch, steps = x.shape[:2]
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        if mask is not None:  # (batch, time) -> (batch, time, 1, ..., 1) against the states
+            mask = ops.reshape(ops.cast(mask, "bool"), (batch, steps) + (1,) * (self.rank + 1))
         if self.go_backwards:
             x = ops.flip(x, 1)
+            mask = None if mask is None else ops.flip(mask, 1)
         be = x.backend
         if training and self.dropout:  # one input mask per sequence, from the layer's generator
             x = x * constant(dropout_mask(self.seed_generator, (batch,) + tuple(x.shape[2:]), self.dropout,
@@ -127,15 +133,25 @@ class _ConvLSTM(Layer):
             z = xz[:, t] + ops.conv(hr, self.recurrent_kernel, 1, "same", "channels_last")
             i = self.recurrent_activation(z[..., :f])
             g = self.recurrent_activation(z[..., f:2 * f])
-            c = g * c + i * self.activation(z[..., 2 * f:3 * f])
+            c_new = g * c + i * self.activation(z[..., 2 * f:3 * f])
             o = self.recurrent_activation(z[..., 3 * f:])
-            h = o * self.activation(c)
+            h_new = o * self.activation(c_new)
+            if mask is None:
+                h, c = h_new, c_new
+            else:
+                h, c = ops.where(mask[:, t], h_new, h), ops.where(mask[:, t], c_new, c)
             outputs.append(h)
         out = ops.stack(outputs, axis=1) if self.return_sequences else h
         if self.data_format == "channels_first":
             out = ops.moveaxis(out, -1, 2 if self.return_sequences else 1)
             h, c = ops.moveaxis(h, -1, 1), ops.moveaxis(c, -1, 1)
         return [out, h, c] if self.return_state else out
+
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        out = mask if self.return_sequences else None
+        return [out, None, None] if self.return_state else out
 
     def get_config(self):
         return {**super().get_config(), "filters": self.filters,
