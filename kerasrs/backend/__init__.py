@@ -44,6 +44,9 @@ def get(name=None):
     return be
 
 
+base.restore = get
+
+
 def backend():
     """Name of the current default backend: "numpy" or "cupy"."""
     return _default[-1]

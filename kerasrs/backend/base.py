@@ -5,6 +5,11 @@ import numpy as np
 from kerasrs.backend import kernels
 
 
+# `kerasrs.backend.get`, set by the package: a Backend pickles as its name and unpickles as this
+# process's one object of that name (ops compare backends by identity).
+restore = None
+
+
 class Backend(*kernels.TWINS):
     """One array library (NumPy or CuPy) behind a common interface.
 
@@ -26,6 +31,9 @@ class Backend(*kernels.TWINS):
     def __init__(self):
         self.rng = None
         self.seed(None)
+
+    def __reduce__(self):
+        return (restore, (self.name,))
 
     # -- arrays and transfer -------------------------------------------------------------------
     def asarray(self, x, dtype=None):

@@ -121,6 +121,14 @@ class Optimizer:
         self._variables.append(var)
         return var
 
+    def __setstate__(self, state):
+        """After unpickling (or ``copy.deepcopy``): the maps keyed by ``id()`` are rebuilt for
+        the copied variables."""
+        self.__dict__.update(state)
+        if self.built:
+            self._index = {id(v): i for i, v in enumerate(self._trainable_variables)}
+        self._exclude_ids = {id(v) for v in self.__dict__.get("_exclude_variables", ())}
+
     def build(self, variables):
         """Record the model variables this optimizer updates; subclasses then add their slots."""
         self._trainable_variables = list(variables)
@@ -410,7 +418,8 @@ class Optimizer:
         if self.built:
             raise ValueError(f"{self.name}: exclude_from_weight_decay() must be called before "
                              "the optimizer is built.")
-        self._exclude_ids = {id(v) for v in (var_list or [])}
+        self._exclude_variables = list(var_list or [])
+        self._exclude_ids = {id(v) for v in self._exclude_variables}
         self._exclude_pattern = re.compile("|".join(map(re.escape, var_names))) \
             if var_names else None
 

@@ -152,6 +152,20 @@ class Trainer:
             config["optimizer"] = optimizers.deserialize(config["optimizer"])
         self.compile(**config)
 
+    def __getstate__(self):
+        """What pickle (and ``copy.deepcopy``) copy: everything but the locks fit and evaluate
+        keep for their threads (a copy starts unlocked, as a new model) and the replayed steps
+        of ``jit_compile`` (compiled code; the copy traces its own)."""
+        state = self.__dict__.copy()
+        for name in ("_fit_lock", "_metrics_lock", "_jit"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.compiled:
+            self._set_jit()
+
     def _require_compiled(self, method):
         if not self.compiled:
             raise ValueError(f"Model.{method}: the model must be compiled first: call "
