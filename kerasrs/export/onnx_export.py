@@ -16,7 +16,7 @@ once on real values, so every other size must be known).
 import numpy as np
 
 from kerasrs import autodiff, backend, context
-from kerasrs.export import onnx_lowering
+from kerasrs.export import onnx_emitter, onnx_lowering
 from kerasrs.graph import tracing
 from kerasrs.saving import atomic
 
@@ -206,7 +206,7 @@ def graph_to_onnx(graph, opset_version=DEFAULT_OPSET, batch=None, layers=None,
     inputs = graph.input_ids()
     if not inputs:
         raise ValueError("export_onnx: the graph has no inputs.")
-    em = onnx_lowering.Emitter(helper, numpy_helper, batch, opset_version, next(iter(inputs)))
+    em = onnx_emitter.Emitter(helper, numpy_helper, batch, opset_version, next(iter(inputs)))
     names = {}
     for i, node in enumerate(graph.nodes):
         if node.op == "input":
@@ -268,4 +268,4 @@ def _value_info(helper, name, tensor_type, batch):
     shape = list(tensor_type.shape)
     if batch and shape and shape[0] == batch:
         shape[0] = "batch"
-    return helper.make_tensor_value_info(name, onnx_lowering.onnx_dtype(tensor_type.dtype), shape)
+    return helper.make_tensor_value_info(name, onnx_emitter.onnx_dtype(tensor_type.dtype), shape)

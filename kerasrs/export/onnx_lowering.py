@@ -2,9 +2,9 @@
 
 A lowering is ``fn(emitter, node, inputs) -> str``: ``node`` is the `kerasrs.graph.ir.Node`,
 ``inputs`` the ONNX names of its inputs (in node order), and the result the ONNX name of its
-value. It adds nodes and constants through the `Emitter`. Weak Python-scalar constants
-(``x * 0.5``) and mixed dtypes are cast to the node's own dtype, as NumPy's promotion did when
-the graph was traced.
+value. It adds nodes and constants through the `kerasrs.export.onnx_emitter.Emitter`. Weak
+Python-scalar constants (``x * 0.5``) and mixed dtypes are cast to the node's own dtype, as
+NumPy's promotion did when the graph was traced.
 
 The batch axis: the graph is traced at one batch size (``Emitter.batch``); shapes baked into
 attributes (``reshape``'s ``newshape``, ``broadcast_to``'s ``shape``) are written with that axis
@@ -12,152 +12,10 @@ as ``-1`` or the runtime batch size, so the file runs on any batch. With ``batch
 exported batch size is the traced one.
 """
 
-import math
-
 import numpy as np
 
 from kerasrs.export import onnx_recurrent
-
-# The `onnx` package's TensorProto dtype numbers (stable across versions).
-_DTYPES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6,
-           "int64": 7, "bool": 9, "float16": 10, "float64": 11, "uint32": 12, "uint64": 13,
-           "bfloat16": 16}
-
-
-def onnx_dtype(name):
-    """The ONNX element type of a dtype name; ValueError for one ONNX has not."""
-    try:
-        return _DTYPES[name]
-    except KeyError:
-        raise ValueError(f"export_onnx: dtype {name!r} has no ONNX equivalent. Received: "
-                         f"dtype={name!r}") from None
-
-
-class Emitter:
-    """Collects the ONNX nodes and constants of one graph.
-
-    Args:
-        helper, numpy_helper: the `onnx` modules (imported lazily by the caller).
-        batch: the traced batch size standing for the dynamic batch axis, or None (static).
-        opset: the ONNX opset the nodes are written for.
-        batch_source: the ONNX name of a graph input whose axis 0 is the batch.
-    """
-
-    def __init__(self, helper, numpy_helper, batch, opset, batch_source):
-        self.helper, self.numpy_helper = helper, numpy_helper
-        self.batch, self.opset, self.batch_source = batch, opset, batch_source
-        self.nodes, self.initializers = [], []
-        self._count = 0
-        self._batch_size = None
-
-    def fresh(self, hint):
-        self._count += 1
-        return f"{hint}_{self._count}"
-
-    def add(self, op_type, inputs, hint=None, outputs=1, **attrs):
-        """Append one ONNX node; returns its output name (a list for ``outputs > 1``)."""
-        names = [self.fresh(hint or op_type) for _ in range(outputs)]
-        self.nodes.append(self.helper.make_node(op_type, list(inputs), names,
-                                                name=self.fresh(f"n_{op_type}"), **attrs))
-        return names[0] if outputs == 1 else names
-
-    def constant(self, value, hint="const", name=None):
-        """An initializer holding ``value`` (an array); returns its name."""
-        name = name or self.fresh(hint)
-        array = np.asarray(value)
-        self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
-        return name
-
-    def ints(self, values, hint="shape"):
-        return self.constant(np.asarray(values, dtype=np.int64), hint)
-
-    def scalar(self, value, dtype, hint="scalar"):
-        return self.constant(np.asarray(value, dtype=dtype), hint)
-
-    def cast(self, name, to):
-        return self.add("Cast", [name], "cast", to=onnx_dtype(to))
-
-    # -- the batch axis --------------------------------------------------------------------------
-    def batch_size(self):
-        """A 1-element int64 tensor: the runtime batch size (made once)."""
-        if self._batch_size is None:
-            shape = self.add("Shape", [self.batch_source], "input_shape")
-            self._batch_size = self.add("Slice", [shape, self.ints([0]), self.ints([1])],
-                                        "batch_size")
-        return self._batch_size
-
-    def shape_tensor(self, dims, what):
-        """``dims`` (a traced shape) as an int64 tensor for Reshape/Expand: a dimension that
-        holds the traced batch (the batch size, or the batch times other sizes) becomes ``-1``
-        (``allow_minus_one``) or the runtime batch size times the rest.
-
-        Raises:
-            NotImplementedError: if two dimensions look like the batch.
-        """
-        dims = [int(d) for d in dims]
-        holders = [k for k, d in enumerate(dims) if self.batch and d and d % self.batch == 0]
-        if not holders:
-            return self.ints(dims)
-        if len(holders) > 1:
-            raise NotImplementedError(f"{what}: shape {tuple(dims)} has more than one axis "
-                                      f"that may hold the batch ({self.batch}); export with a "
-                                      f"fixed batch size (input_signature with a batch size)")
-        k = holders[0]
-        if dims[k] == self.batch:
-            return self.add("Concat", [self.ints(dims[:k]), self.batch_size(),
-                                       self.ints(dims[k + 1:])], "shape", axis=0)
-        scaled = self.add("Mul", [self.batch_size(), self.ints([dims[k] // self.batch])])
-        return self.add("Concat", [self.ints(dims[:k]), scaled, self.ints(dims[k + 1:])],
-                        "shape", axis=0)
-
-    def reduce(self, op_type, x, axes, keepdims):
-        """A Reduce* node over ``axes`` (an attribute before opset 18, an input from it)."""
-        axes = [int(a) for a in axes]
-        if op_type == "ReduceSum" or self.opset >= 18:
-            return self.add(op_type, [x, self.ints(axes, "axes")], keepdims=int(keepdims))
-        return self.add(op_type, [x], axes=axes, keepdims=int(keepdims))
-
-
-class Unsupported(NotImplementedError):
-    """A graph op (or one of its forms) has no ONNX lowering."""
-
-
-# -- helpers ---------------------------------------------------------------------------------------
-def _same_dtype(em, node, inputs, graph_nodes):
-    """Each input cast to the node's dtype where it differs (weak scalars, promotions)."""
-    out = []
-    for name, i in zip(inputs, node.inputs):
-        if graph_nodes[i].type.dtype != node.type.dtype:
-            name = em.cast(name, node.type.dtype)
-        out.append(name)
-    return out
-
-
-def _activation(em, x, activation, dtype):
-    """The fused activations of projection and conv (`kerasrs.ops.projection.ACTIVATIONS`)."""
-    if activation == "linear":
-        return x
-    if activation == "relu":
-        return em.add("Relu", [x])
-    if activation == "sigmoid":
-        return em.add("Sigmoid", [x])
-    if activation == "tanh":
-        return em.add("Tanh", [x])
-    if activation == "gelu":
-        return _gelu(em, x, dtype, False)
-    raise Unsupported(f"fused activation {activation!r}")
-
-
-def _gelu(em, x, dtype, approximate):
-    """GELU (Hendrycks and Gimpel 2016): ``0.5 x (1 + erf(x / sqrt 2))``, or its tanh form."""
-    half, one = em.scalar(0.5, dtype), em.scalar(1.0, dtype)
-    if approximate:
-        cube = em.add("Mul", [em.add("Mul", [x, x]), x])
-        inner = em.add("Add", [x, em.add("Mul", [cube, em.scalar(0.044715, dtype)])])
-        t = em.add("Tanh", [em.add("Mul", [inner, em.scalar(math.sqrt(2 / math.pi), dtype)])])
-    else:
-        t = em.add("Erf", [em.add("Mul", [x, em.scalar(1 / math.sqrt(2), dtype)])])
-    return em.add("Mul", [em.add("Mul", [x, half]), em.add("Add", [t, one])])
+from kerasrs.export.onnx_emitter import Unsupported, activation, gelu, same_dtype
 
 
 # -- the table -------------------------------------------------------------------------------------
@@ -182,11 +40,11 @@ _UNARY = {"negative": "Neg", "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh
 
 
 def lower_binary(em, node, inputs, graph_nodes):
-    return em.add(_BINARY[node.op], _same_dtype(em, node, inputs, graph_nodes), node.op)
+    return em.add(_BINARY[node.op], same_dtype(em, node, inputs, graph_nodes), node.op)
 
 
 def lower_unary(em, node, inputs, graph_nodes):
-    return em.add(_UNARY[node.op], _same_dtype(em, node, inputs, graph_nodes), node.op)
+    return em.add(_UNARY[node.op], same_dtype(em, node, inputs, graph_nodes), node.op)
 
 
 for _name in _BINARY:
@@ -223,7 +81,7 @@ def _hard_sigmoid(em, node, inputs, graph_nodes):
 
 @lowering("gelu")
 def _gelu_op(em, node, inputs, graph_nodes):
-    return _gelu(em, inputs[0], node.type.dtype, node.attrs["approximate"])
+    return gelu(em, inputs[0], node.type.dtype, node.attrs["approximate"])
 
 
 @lowering("softmax", "log_softmax")
@@ -256,7 +114,7 @@ def _where(em, node, inputs, graph_nodes):
 @lowering("clip")
 def _clip(em, node, inputs, graph_nodes):
     dtype = node.type.dtype
-    x = _same_dtype(em, node, inputs[:1], graph_nodes)[0]
+    x = same_dtype(em, node, inputs[:1], graph_nodes)[0]
     lo, hi = node.attrs["lo"], node.attrs["hi"]
     return em.add("Clip", [x, "" if lo is None else em.scalar(lo, dtype),
                            "" if hi is None else em.scalar(hi, dtype)])
@@ -269,27 +127,27 @@ def _reduce(em, node, inputs, graph_nodes):
     axes = range(rank) if axis is None else (axis if isinstance(axis, (tuple, list)) else (axis,))
     op_type = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin",
                "prod": "ReduceProd"}[node.op]
-    x = _same_dtype(em, node, inputs, graph_nodes)[0]
+    x = same_dtype(em, node, inputs, graph_nodes)[0]
     return em.reduce(op_type, x, [a % rank for a in axes], node.attrs["keepdims"])
 
 
 @lowering("matmul")
 def _matmul(em, node, inputs, graph_nodes):
-    return em.add("MatMul", _same_dtype(em, node, inputs, graph_nodes))
+    return em.add("MatMul", same_dtype(em, node, inputs, graph_nodes))
 
 
 @lowering("einsum")
 def _einsum(em, node, inputs, graph_nodes):
     ins = node.attrs["ins"]
     ins = ",".join(ins) if isinstance(ins, (tuple, list)) else ins
-    return em.add("Einsum", _same_dtype(em, node, inputs, graph_nodes),
+    return em.add("Einsum", same_dtype(em, node, inputs, graph_nodes),
                   equation=f"{ins}->{node.attrs['out']}")
 
 
 @lowering("var")
 def _var(em, node, inputs, graph_nodes):
     """Population variance (or, with ``std``, its square root): the mean square deviation."""
-    x = _same_dtype(em, node, inputs, graph_nodes)[0]
+    x = same_dtype(em, node, inputs, graph_nodes)[0]
     rank = len(graph_nodes[node.inputs[0]].type.shape)
     axis = node.attrs["axis"]
     axes = range(rank) if axis is None else (axis if isinstance(axis, (tuple, list)) else (axis,))
@@ -373,7 +231,7 @@ def _argmax(em, node, inputs, graph_nodes):
 def _floor_divide(em, node, inputs, graph_nodes):
     if np.dtype(node.type.dtype).kind != "f":
         raise Unsupported("floor_divide of integers")
-    return em.add("Floor", [em.add("Div", _same_dtype(em, node, inputs, graph_nodes))])
+    return em.add("Floor", [em.add("Div", same_dtype(em, node, inputs, graph_nodes))])
 
 
 # -- layout ----------------------------------------------------------------------------------------
@@ -403,7 +261,7 @@ def _broadcast_to(em, node, inputs, graph_nodes):
 @lowering("concatenate")
 def _concatenate(em, node, inputs, graph_nodes):
     axis = node.attrs["axis"]
-    return em.add("Concat", _same_dtype(em, node, inputs, graph_nodes),
+    return em.add("Concat", same_dtype(em, node, inputs, graph_nodes),
                   axis=int(axis) % len(node.type.shape))
 
 
@@ -519,7 +377,7 @@ def _project(em, node, x, x_node, kernel, k_shape, bias, n_in):
         if len(rest) != 1:
             bias = em.add("Reshape", [bias, em.ints([-1])])
         y = em.add("Add", [y, bias])
-    y = _activation(em, y, node.attrs["activation"], dtype)
+    y = activation(em, y, node.attrs["activation"], dtype)
     if len(rest) != 1:
         y = em.add("Reshape", [y, em.ints([0] * lead + list(rest))])
     return y
@@ -564,14 +422,14 @@ def _conv(em, node, inputs, graph_nodes):
     x, w, *bias = inputs
     geo, rank = _geometry(node), len(node.type.shape)
     first = node.attrs["channels_first"]
-    x = _same_dtype(em, node, [x], graph_nodes)[0]
+    x = same_dtype(em, node, [x], graph_nodes)[0]
     spatial = rank - 2
     w = em.add("Transpose", [w], perm=[spatial + 1, spatial] + list(range(spatial)))
     y = em.add("Conv", [_to_first(em, x, rank, first), w] + bias, "conv",
                kernel_shape=geo["window"], strides=geo["strides"], dilations=geo["dilation"],
                pads=geo["pads"], group=int(node.attrs["groups"]))
     if node.attrs["activation"] != "linear":
-        y = _activation(em, y, node.attrs["activation"], node.type.dtype)
+        y = activation(em, y, node.attrs["activation"], node.type.dtype)
     return _to_last(em, y, rank, first)
 
 
@@ -618,7 +476,7 @@ def _pool(em, node, inputs, graph_nodes):
 
 @lowering("layer_norm")
 def _layer_norm(em, node, inputs, graph_nodes):
-    x, gamma, beta = _same_dtype(em, node, inputs, graph_nodes)
+    x, gamma, beta = same_dtype(em, node, inputs, graph_nodes)
     axis = -len(node.attrs["gamma_shape"])
     return em.add("LayerNormalization", [x, gamma, beta], "layer_norm", axis=axis,
                   epsilon=float(node.attrs["epsilon"]))
