@@ -19,8 +19,7 @@ import math
 import numpy as np
 
 from kerasrs import autodiff
-from kerasrs.backend import settings
-from kerasrs.layers import node
+from kerasrs.layers import node, op_shapes_nn
 from kerasrs.ops import control, fourier
 from kerasrs.ops import operation_utils as shapes
 
@@ -380,90 +379,6 @@ def _average(a):
     return shapes.reduce_shape(x, axis)
 
 
-def _tuple(value, n):
-    return (int(value),) * n if isinstance(value, (int, np.integer)) else tuple(value)
-
-
-def _window_args(a, x):
-    """``(data_format, padding, strides, dilation)`` of a convolution or pooling call."""
-    n = len(x) - 2
-    fmt = a.get("data_format") or settings.image_data_format()
-    return (fmt, str(a.get("padding", "valid")).lower(), a.get("strides", 1),
-            _tuple(a.get("dilation_rate", 1), n))
-
-
-def _check_channels(op, x, fmt, expected):
-    channels = x[-1] if fmt == "channels_last" else x[1]
-    if None not in (channels, expected) and channels != expected:
-        raise ValueError(f"{op}: the input channels must match the kernel's input channels. "
-                         f"Received: inputs.shape={x}, {expected} channels in the kernel")
-
-
-def _conv(op, filters_of, in_channels_of):
-    """``conv`` / ``depthwise_conv`` / ``separable_conv``: Keras's output-size arithmetic
-    (`kerasrs.ops.operation_utils.compute_conv_output_shape`) after the channel check."""
-    def rule(a):
-        x = _shape(a["inputs"])
-        kernel = _shape(a["kernel"] if "kernel" in a else a["depthwise_kernel"])
-        fmt, padding, strides, dilation = _window_args(a, x)
-        _check_channels(op, x, fmt, in_channels_of(kernel))
-        return shapes.compute_conv_output_shape(x, filters_of(kernel, a), kernel[:-2], strides,
-                                                padding, fmt, dilation)
-    return rule
-
-
-def _conv_transpose(a):
-    """``conv_transpose`` (kernel ``(spatial..., out_channels, in_channels)``): each spatial size
-    ``(n - 1) * stride + dilated_kernel - 2 * pad + output_padding``, as Keras."""
-    x, kernel = _shape(a["inputs"]), _shape(a["kernel"])
-    fmt, padding, strides, dilation = _window_args(a, x)
-    _check_channels("conv_transpose", x, fmt, kernel[-1])
-    n = len(x) - 2
-    strides = _tuple(strides, n)
-    extra = a["output_padding"]
-    extra = (None,) * n if extra is None else _tuple(extra, n)
-    spatial = x[1:-1] if fmt == "channels_last" else x[2:]
-    out = []
-    for size, k, s, d, e in zip(spatial, kernel[:-2], strides, dilation, extra):
-        k = (k - 1) * d + 1
-        if size is None:
-            out.append(None)
-        elif e is None:
-            out.append(size * s if padding == "same" else size * s + max(k - s, 0))
-        else:
-            pad = k // 2 if padding == "same" else 0
-            out.append((size - 1) * s + k - 2 * pad + e)
-    if fmt == "channels_last":
-        return (x[0],) + tuple(out) + (kernel[-2],)
-    return (x[0], kernel[-2]) + tuple(out)
-
-
-def _pool(a):
-    x = _shape(a["inputs"])
-    fmt, padding, _, _ = _window_args(a, x)
-    pool = _tuple(a["pool_size"], len(x) - 2)
-    strides = pool if a["strides"] is None else _tuple(a["strides"], len(x) - 2)
-    return shapes.compute_pooling_output_shape(x, pool, strides, padding, fmt)
-
-
-def _batch_normalization(a):
-    x = _shape(a["x"])
-    size = x[shapes.canonicalize_axis(a["axis"], len(x))]
-    for name in ("mean", "variance", "offset", "scale"):
-        if a.get(name) is not None:
-            s = _shape(a[name])
-            if len(s) != 1 or None not in (s[0], size) and s[0] != size:
-                raise ValueError(f"batch_normalization: Arguments `{name}` must be a vector of "
-                                 f"length `x.shape[axis]`. Expected: ({size},). Received: "
-                                 f"{name}.shape={s}")
-    return x
-
-
-def _attention(a):
-    q, v = _shape(a["query"]), _shape(a["value"])
-    return q[:-1] + v[-1:]
-
-
 def _slice(a):
     x, sizes = _shape(a["inputs"]), tuple(a["shape"])
     starts = a["start_indices"]
@@ -604,16 +519,8 @@ RULES.update({
     "vstack": _stack_along(0, 2), "hstack": _stack_along(1, 1), "dstack": _stack_along(2, 3),
     "nancumsum": _cumulative, "nancumprod": _cumulative, "unravel_index": _unravel_index,
     "argpartition": _argpartition, "average": _average,
-    "conv": _conv("conv", lambda k, a: k[-1], lambda k: k[-2]),
-    "depthwise_conv": _conv("depthwise_conv",
-                            lambda k, a: None if None in k[-2:] else k[-2] * k[-1],
-                            lambda k: k[-2]),
-    "separable_conv": _conv("separable_conv", lambda k, a: _shape(a["pointwise_kernel"])[-1],
-                            lambda k: k[-2]),
-    "conv_transpose": _conv_transpose, "max_pool": _pool, "average_pool": _pool,
-    "batch_normalization": _batch_normalization,
     "layer_normalization": _elementwise(1), "rms_normalization": _elementwise(1),
-    "dot_product_attention": _attention, "slice": _slice, "unstack": _unstack,
+    "slice": _slice, "unstack": _unstack,
     "map": _map("f", "xs"), "vectorized_map": _map("function", "elements"),
     "while_loop": lambda a: _like(a["loop_vars"]),
     "associative_scan": lambda a: _like(a["elems"]),
@@ -623,6 +530,7 @@ RULES.update({
     "fft2": _defined_axes("fft2", 2, 2, "last 2 axes"),
     "ifft2": _defined_axes("ifft2", 2, 2, "last 2 axes"), "qr": _qr,
 })
+RULES.update(op_shapes_nn.RULES)
 
 
 def rule_for(name, arguments):
