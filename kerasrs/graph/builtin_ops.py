@@ -13,8 +13,8 @@ from kerasrs.autodiff import Function
 from kerasrs.autodiff import function as autodiff_function
 from kerasrs.graph.registry import OpDef, _BY_CLASS, _OPS, plain, register_op
 from kerasrs import ops
-from kerasrs.ops import (activations, attention, convolution, core, creation, crossentropy,
-                         gated_recurrence, layout, normalization, pooling, projection,
+from kerasrs.ops import (activations, attention, contraction, convolution, core, creation,
+                         crossentropy, gated_recurrence, layout, normalization, pooling, projection,
                          recurrence, reduction, stacking)
 from kerasrs.ops import math as ops_math
 
@@ -69,7 +69,7 @@ def _register_arithmetic():
     _op("power", core.Power)
     _op("mod", core.Mod)
     _op("matmul", core.MatMul)
-    _op("einsum", core.Einsum, attrs=("ins", "out"))
+    _op("einsum", contraction.Einsum, attrs=("ins", "out"))
     _add(OpDef("getitem", core.GetItem, custom_attrs=_getitem_attrs, custom_make=_getitem_make,
                custom_data=_getitem_data, data_count=_getitem_data_count))
 

@@ -7,11 +7,10 @@ import builtins
 import numpy as np
 
 from kerasrs.autodiff import convert_to_tensor
-from kerasrs.ops import core, layout, math, stacking
+from kerasrs.ops import contraction, core, layout, math, stacking
 from kerasrs.ops.core import axis_index, constant, getitem
 from kerasrs.ops.dispatch import op
 from kerasrs.ops.layout import moveaxis, ravel
-from kerasrs.ops.dispatch import op
 
 
 @op
@@ -89,7 +88,7 @@ def inner(x1, x2):
 @op
 def vdot(x1, x2):
     """Dot product of the flattened inputs, in their promoted dtype."""
-    return core.einsum("i,i->", ravel(x1), ravel(x2))
+    return contraction.einsum("i,i->", ravel(x1), ravel(x2))
 
 
 @op
@@ -108,7 +107,7 @@ def tensordot(x1, x2, axes=2):
         sb[j] = sa[i]
     out = [c for i, c in enumerate(sa) if i not in ax_a] + \
         [c for j, c in enumerate(sb) if j not in ax_b]
-    return core.einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
+    return contraction.einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
 
 
 @op

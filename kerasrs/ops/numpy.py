@@ -8,8 +8,9 @@ from kerasrs.ops.control import (  # noqa: F401,A004
     segment_max, segment_min, segment_prod, segment_sum, slice, slice_update, switch, vectorize,
     vectorized_map, while_loop)
 from kerasrs.ops.conversion import convert_to_numpy, convert_to_tensor, stop_gradient  # noqa: F401
+from kerasrs.ops.contraction import einsum  # noqa: F401
 from kerasrs.ops.core import (  # noqa: F401
-    add, divide, dot, einsum, equal, floor_divide, get_item, getitem, greater, greater_equal,
+    add, divide, dot, equal, floor_divide, get_item, getitem, greater, greater_equal,
     less, less_equal, logical_and, logical_not, logical_or, matmul, mod, multiply, negative,
     not_equal, power, subtract, true_divide)
 from kerasrs.ops.creation import (  # noqa: F401
