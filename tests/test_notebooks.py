@@ -68,7 +68,8 @@ def test_notebook_is_stored_without_outputs(path):
               and (cell.get("outputs") or cell.get("execution_count") is not None)]
     assert not stored, (f"{path.name}: code cells {stored} carry outputs or execution counts; "
                         "clear them before committing (Jupyter: Edit > Clear Outputs of All "
-                        f"Cells, or `jupyter nbconvert --clear-output --inplace {path.name}`)")
+                        f"Cells, or `pip install nbconvert` and `jupyter nbconvert --clear-output "
+                        f"--inplace {path.name}`)")
 
 
 def test_readme_lists_every_notebook_and_example():

@@ -116,7 +116,24 @@ def _signature(model, input_signature):
                                                f"input_{k}")
         dtype = backend.standardize_dtype(dtype or backend.floatx())
         specs.append((name, shape, dtype))
+    if input_signature is not None:
+        _check_against_inputs(model, specs)
     return specs, structure
+
+
+def _check_against_inputs(model, specs):
+    """A signature whose shapes cannot fit the model's known inputs is refused here, naming
+    both shapes (tracing would report its own placeholder batch instead)."""
+    inputs = getattr(model, "inputs", None) or []
+    if len(inputs) != len(specs):
+        return  # dict inputs and other structures are matched by the trace itself
+    for (name, shape, _), tensor in zip(specs, inputs):
+        expected = tuple(getattr(tensor, "shape", ()) or ())
+        fits = len(expected) == len(shape) and all(
+            a is None or b is None or a == b for a, b in zip(expected, shape))
+        if expected and not fits:
+            raise ValueError(f"export_onnx: input_signature for input {name!r} does not fit the "
+                             f"model: expected shape {expected}. Received: shape {shape}")
 
 
 # -- tracing ---------------------------------------------------------------------------------------

@@ -135,6 +135,18 @@ def reduce_weighted_values(values, sample_weight=None, mask=None,
     return total / divisor if divisor else total * 0.0
 
 
+def _as_loss_values(values, name):
+    """A loss function's result as a Tensor: numbers and arrays convert; anything else (a str,
+    None, a list of tensors) is a TypeError naming the loss."""
+    if isinstance(values, autodiff.Tensor) or hasattr(values, "__array_interface__") or \
+            hasattr(values, "__cuda_array_interface__"):
+        return values
+    if isinstance(values, (int, float, np.number)) and not isinstance(values, bool):
+        return autodiff.convert_to_tensor(values)
+    raise TypeError(f"loss {name!r} returned a {type(values).__name__}; a loss returns a tensor "
+                    f"of per-sample values (or a scalar). Received: {values!r:.80}")
+
+
 class Loss:
     """Base class of losses (Keras 3's ``keras.losses.Loss``).
 
@@ -168,7 +180,7 @@ class Loss:
         """The reduced loss: a 0-d Tensor (per-sample Tensor for ``reduction="none"``)."""
         carried = getattr(y_pred, "_keras_mask", None)
         y_true, y_pred = self.convert_inputs(y_true, y_pred)
-        values = self.call(y_true, y_pred)
+        values = _as_loss_values(self.call(y_true, y_pred), self.name)
         mask = combine_masks(getattr(values, "_keras_mask", None), carried, values, self.name)
         return reduce_weighted_values(values, sample_weight, mask, self.reduction)
 

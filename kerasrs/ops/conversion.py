@@ -13,7 +13,10 @@ convert_to_tensor = op(autodiff.convert_to_tensor)
 
 def convert_to_numpy(x):
     """A host NumPy array with the values of ``x`` (not an op: no model node holds host
-    arrays)."""
+    arrays). Under a graph tracer (``jit_compile=True``) a traced tensor's read is reported
+    as ``.numpy()`` is: the value would be frozen into the graph."""
+    if isinstance(x, autodiff.Tensor):
+        x._report_host_read("ops.convert_to_numpy()")
     return backend_module.convert_to_numpy(x)
 
 

@@ -59,10 +59,11 @@ def binary_crossentropy(target, output, from_logits=False):
 
 
 def _probabilities(output, axis):
-    """Keras's probability path: rescale to sum 1, clip to [1e-7, 1 - 1e-7]. The sum is floored
-    at 1e-7 so an all-zero row gives the clip value instead of 0/0 (behaviour case C08)."""
+    """Keras's probability path: rescale to sum 1, clip to [1e-7, 1 - 1e-7]. A row summing to
+    exactly 0 is divided by 1e-7 so it gives the clip value instead of 0/0 (behaviour case C08);
+    every other row by its own sum, as Keras (also a negative sum, when no softmax ran)."""
     total = ops_math.sum(output, axis=axis, keepdims=True)
-    output = output / ops_math.maximum(total, EPSILON)
+    output = output / ops_math.where(total == 0, EPSILON, total)
     return ops_math.clip(output, EPSILON, 1 - EPSILON)
 
 

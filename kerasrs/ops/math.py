@@ -394,15 +394,26 @@ def saturate_cast(x, dtype):
     return cast(x, dt)
 
 
+def _reduction_method(fn, cast_):
+    """``Tensor.sum``/``mean``/``max``/``min``, with the ``dtype`` and ``out`` keywords that
+    ``np.sum(t)`` and the like pass along (``out`` only as None: a Tensor is not written into)."""
+    def method(self, axis=None, dtype=None, out=None, keepdims=False):
+        if out is not None:
+            raise TypeError(f"Tensor.{fn.__name__}: out= is not supported (a kerasrs Tensor is "
+                            f"immutable); use np.{fn.__name__}(np.asarray(tensor), out=...). "
+                            f"Received: out of type {type(out).__name__}")
+        result = fn(self, axis, keepdims)
+        return result if dtype is None else cast_(result, dtype)
+    method.__name__ = fn.__name__
+    return method
+
+
 def _install_methods():
     """Tensor methods that NumPy users expect, delegating to the plain functions of the ops
     above (``__wrapped__``: a method's ``self`` is never symbolic)."""
-    sum_, mean_, max_, min_ = sum.__wrapped__, mean.__wrapped__, max.__wrapped__, min.__wrapped__
     cast_, absolute_ = cast.__wrapped__, absolute.__wrapped__
-    Tensor.sum = lambda self, axis=None, keepdims=False: sum_(self, axis, keepdims)
-    Tensor.mean = lambda self, axis=None, keepdims=False: mean_(self, axis, keepdims)
-    Tensor.max = lambda self, axis=None, keepdims=False: max_(self, axis, keepdims)
-    Tensor.min = lambda self, axis=None, keepdims=False: min_(self, axis, keepdims)
+    for fn in (sum, mean, max, min):
+        setattr(Tensor, fn.__name__, _reduction_method(fn.__wrapped__, cast_))
     Tensor.astype = lambda self, dtype: cast_(self, dtype)
     Tensor.__abs__ = lambda self: absolute_(self)
 

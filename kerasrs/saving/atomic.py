@@ -21,12 +21,19 @@ def check_target(filepath, overwrite=True, who="save"):
 
     Raises:
         FileNotFoundError: if the folder does not exist.
+        NotADirectoryError: if a file stands where the path needs a folder.
         IsADirectoryError: if ``filepath`` is an existing folder.
         FileExistsError: if the file exists and ``overwrite`` is False.
     """
     filepath = os.fspath(filepath)
     folder = os.path.dirname(os.path.abspath(filepath))
     if not os.path.isdir(folder):
+        existing = folder
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise NotADirectoryError(f"{who}: {existing!r} is a file, not a folder, so nothing "
+                                     f"can be saved under it. Received: filepath={filepath!r}")
         raise FileNotFoundError(f"{who}: the folder {folder!r} does not exist; create it first "
                                 f"(os.makedirs). Received: filepath={filepath!r}")
     if os.path.isdir(filepath):

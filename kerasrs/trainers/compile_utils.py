@@ -160,6 +160,8 @@ class CompiledLoss:
         self.weights = [1.0 if s.weight is None else float(s.weight) for s in self.specs]
         self.names = [s.name(outputs.names, loss.name) for s, loss in zip(self.specs,
                                                                           self.losses)]
+        self.output_labels = [f"output {n!r}" for n in outputs.names] if outputs.names else \
+            ["the output"] if outputs.count == 1 else [f"output #{k}" for k in range(outputs.count)]
         self.output_losses = [None] * outputs.count
         for spec, loss in zip(reversed(self.specs), reversed(self.losses)):
             self.output_losses[spec.index] = loss
@@ -169,18 +171,19 @@ class CompiledLoss:
         """Flat lists (one entry per output) in; ``(total Tensor or None, [Tensor per
         loss])``."""
         total, parts = None, []
-        for spec, loss, weight, name in zip(self.specs, self.losses, self.weights, self.names):
-            i = spec.index
+        for spec, loss, weight in zip(self.specs, self.losses, self.weights):
+            i, output = spec.index, self.output_labels[spec.index]
             if y_true[i] is None:
-                raise ValueError(f"Model: no targets were given for output {name!r}, which "
-                                 f"has a loss. Received: y=None")
+                raise ValueError(f"Model: no targets were given for {output}, which "
+                                 f"has the loss {loss.name!r}. Received: y=None")
             try:
                 value = loss(y_true[i], y_pred[i], sample_weight[i])
             except (ValueError, TypeError, IndexError) as e:
-                raise type(e)(f"Model: the loss {loss.name!r} failed for output {name!r}: "
-                              f"{e} (targets shape {tuple(np.shape(y_true[i]))}, predictions "
-                              f"shape {tuple(y_pred[i].shape)}). Received: y with shape "
-                              f"{tuple(np.shape(y_true[i]))}") from e
+                shapes = "" if "shape" in str(e) else (
+                    f". Received: y with shape {tuple(np.shape(y_true[i]))}, predictions with "
+                    f"shape {tuple(y_pred[i].shape)}")  # unless the loss's message has them
+                raise type(e)(f"Model: the loss {loss.name!r} failed for {output}: {e}"
+                              f"{shapes}") from e
             parts.append(value)
             weighted = value if weight == 1.0 else value * weight
             total = weighted if total is None else total + weighted

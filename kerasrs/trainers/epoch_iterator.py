@@ -234,7 +234,12 @@ def _check_batch(method, where, x, y, sample_weight):
             except ValueError as e:
                 raise ValueError(f"{e} (in a batch of the {where})") from None
     shapes = [tuple(a.shape) for a in data_adapter.leaves(x)]
-    if any(len(s) == 0 or s[0] == 0 for s in shapes):
+    if any(len(s) == 0 for s in shapes):
+        raise ValueError(f"Model.{method}: a batch of the {where} holds a scalar where the "
+                         f"inputs belong: each batch must be x, (x,), (x, y) or (x, y, "
+                         f"sample_weight), each array with a batch axis first. Received: x "
+                         f"with shape(s) {shapes}")
+    if any(s[0] == 0 for s in shapes):
         raise ValueError(f"Model.{method}: a batch of the {where} has no samples (every input "
                          f"array needs a batch axis of size >= 1). Received: x with shape(s) "
                          f"{shapes}")

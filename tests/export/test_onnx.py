@@ -228,6 +228,10 @@ def test_fixed_batch_signature_and_opset(tmp_path):
         model.export(path, opset_version=3)
     with pytest.raises(ValueError, match="only the batch axis"):
         model.export(path, input_signature=[layers.InputSpec(shape=(None, None))])
+    with pytest.raises(ValueError, match=r"input_signature for input '.*' does not fit the "
+                                         r"model: expected shape \(None, 784\)\. Received: "
+                                         r"shape \(None, 7\)"):
+        model.export(path, input_signature=[layers.InputSpec(shape=(None, 7))])
 
 
 def test_other_formats_and_arguments_are_refused(tmp_path):

@@ -454,7 +454,8 @@ def test_string_batches_are_rejected_not_converted_and_trained_on():
     (None, r"a batch of the Batches has no inputs `x`.*Received: x=None"),
     ((np.zeros((0, 1), "float32"), np.zeros((0, 1), "float32")),
      r"a batch of the Batches has no samples.*Received: x with shape\(s\) \[\(0, 1\)\]"),
-    (np.float32(1.0), r"has no samples.*shape\(s\) \[\(\)\]"),
+    (np.float32(1.0), r"holds a scalar where the inputs belong: each batch must be x, \(x,\), "
+                      r"\(x, y\).*shape\(s\) \[\(\)\]"),
 ])
 def test_batches_without_inputs_or_rows_are_rejected(batch, message):
     with pytest.raises(ValueError, match=message):

@@ -175,6 +175,13 @@ class _HostBranch(layers.Layer):
         return x * 2.0 if float(ops.mean(x)) > 0 else x
 
 
+class _HostBranchNumpy(layers.Layer):
+    """The same branch through ops.convert_to_numpy (was frozen silently into the graph)."""
+
+    def call(self, x):
+        return x * 2.0 if float(ops.convert_to_numpy(ops.max(x))) > 10.0 else x
+
+
 class _RawMask(layers.Layer):
     """A mask computed on the raw array and wrapped as a constant: invisible to the tracer."""
 
@@ -204,6 +211,7 @@ class _HostNoise(layers.Layer):
 
 @pytest.mark.parametrize("layer,named", [
     (_HostBranch, r"float\(\) of %\d+ \(mean\).*"),
+    (_HostBranchNumpy, r"ops.convert_to_numpy\(\) of %\d+ \(max\).*"),
     (_UnregisteredLayer, "op '_unregistered'.*is not registered.*"),
     (_RawMask, "differs between two batches at node %\\d+ \\(a constant made at .*"),
     (_HostNoise, "kerasrs.random.normal at .*"),  # then: draws random numbers on the host

@@ -171,6 +171,19 @@ def test_c08_probabilities_of_exactly_zero_and_one():
     np.testing.assert_allclose(y.numpy(), [16.118095], rtol=1e-6)
 
 
+def test_rows_not_summing_to_zero_are_divided_by_their_own_sum_as_keras():
+    """Unnormalized outputs (a missing softmax): each row divided by its raw sum, also a negative
+    or a tiny one, then clipped (Keras on every backend); only an exact 0 sum is guarded."""
+    out = np.array([[-1.0, 0.5, -0.3], [0.2, 0.3, 0.5], [1e-9, 2e-9, 1e-9]], "float32")
+    labels = np.array([1, 2, 1])
+    p = np.clip(out / out.sum(axis=1, keepdims=True), 1e-7, 1 - 1e-7)
+    expected = -np.log(p[np.arange(3), labels])
+    np.testing.assert_allclose(ops.sparse_categorical_crossentropy(labels, out).numpy(), expected,
+                               rtol=1e-6)
+    np.testing.assert_allclose(ops.categorical_crossentropy(np.eye(3)[labels], out).numpy(),
+                               expected, rtol=1e-6)
+
+
 def test_c18_sparse_labels_shaped_n_and_n_by_1_agree():
     y_pred = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.2, 0.6, 0.2]], "float32")
     a = ops.sparse_categorical_crossentropy(np.array([0, 1, 1]), y_pred)

@@ -388,3 +388,17 @@ def test_tensor_reduction_methods_delegate_to_ops():
     np.testing.assert_allclose(abs(t).numpy(), np.abs(x))
     assert t.astype("float32").dtype == np.float32
     check_gradients(lambda a: a.sum(axis=0) + a.mean() * a.max(axis=0) - a.min(), [x])
+
+
+def test_numpy_reductions_on_a_tensor_take_numpy_keywords():
+    """np.mean/np.sum/np.max/np.min(t) call the Tensor's method with dtype= and out=; out=None
+    and dtype work, a real out= is a clear TypeError (was: unexpected keyword 'dtype')."""
+    a = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], "float32")
+    t = ops.convert_to_tensor(a)
+    for fn in (np.mean, np.sum, np.max, np.min):
+        np.testing.assert_allclose(np.asarray(fn(t)), fn(a), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(fn(t, axis=0, keepdims=True)),
+                                   fn(a, axis=0, keepdims=True), rtol=1e-6)
+    assert np.sum(t, dtype="float64").dtype == "float64"
+    with pytest.raises(TypeError, match="Tensor.sum: out= is not supported"):
+        np.sum(t, out=np.zeros(()))

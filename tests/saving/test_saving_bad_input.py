@@ -186,6 +186,14 @@ def test_saving_into_a_missing_folder_names_the_folder(ext, tmp_path):
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.parametrize("ext", ALL_EXTS)
+def test_saving_under_a_file_says_it_is_a_file(ext, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(NotADirectoryError, match="afile' is a file, not a folder"):
+        _save(_model(), tmp_path / "afile" / "sub" / f"m{ext}")
+    assert (tmp_path / "afile").read_text() == "x"
+
+
 def test_loading_from_a_missing_folder_or_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         kerasrs.models.load_model(tmp_path / "nowhere" / "m.keras")
