@@ -33,7 +33,8 @@ import numpy as np
 from kerasrs import autodiff, constraints, context, dtype_policies, initializers
 from kerasrs import backend as backend_module
 from kerasrs import ops, random
-from kerasrs.layers import naming, node
+from kerasrs.layers import call_context, naming, node
+from kerasrs.layers import remat as remat_module
 from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
 from kerasrs.layers.layer_config import (dtype_policy_arg, get_regularizer, record_arguments,
                                          serialize_regularizer, shape_from_config,
@@ -112,6 +113,8 @@ class Layer:
     """
 
     supports_masking = False
+    _context_args = ()  # call-context args besides `training` (kerasrs.layers.call_context)
+    _remat_mode = None  # a RematMode when created inside a RematScope (kerasrs.layers.remat)
     _allow_non_tensor_positional_args = False  # True: `call` takes flags positionally too
     _untracked_attrs = frozenset()  # attribute names never searched for sublayers
 
@@ -165,6 +168,7 @@ class Layer:
         self.built = False
         self.input_spec = None
         self._build_shapes = None
+        self._remat_mode = remat_module.get_current_remat_mode()  # the RematScope at creation
         sig = inspect.signature(self.call).parameters
         self._call_has_training = "training" in sig
         self._call_has_mask = "mask" in sig
@@ -500,7 +504,7 @@ class Layer:
         """Add a scalar Tensor to `losses`. Values added during one outermost call replace those
         of earlier calls (Keras clears them at the start of each outermost call). A call on
         symbolic tensors adds none (it computes no values)."""
-        if context.symbolic_probe.get():
+        if context.symbolic_probe.get() or not autodiff.remat_loss_added(loss):
             return
         if self._losses_call != _outer_calls[0]:
             self._losses = []
@@ -565,7 +569,19 @@ class Layer:
         ``compute_output_shape``) instead of `Layer`'s."""
         return getattr(type(self), method) is not getattr(Layer, method)
 
+    @property
+    def _call_context_args(self):
+        """The call arguments that flow from this layer's call to the layers it calls:
+        ``training`` and those registered (`kerasrs.layers.call_context`)."""
+        return {"training", *self._context_args}
+
+    def _register_call_context_args(self, *names):
+        """Make the call arguments ``names`` flow from this layer's call to the layers it calls
+        (Keras's method; see `kerasrs.layers.call_context`). Only before the first call."""
+        call_context.register(self, names)
+
     def __call__(self, *args, **kwargs):
+        self.__dict__["_called"] = True
         if not args and kwargs:  # keyword-only inputs: layer(query=q, value=v)
             name = self._call_first_arg if self._call_first_arg in kwargs else "inputs"
             args = (kwargs.pop(name),) if name in kwargs else ()
@@ -579,6 +595,7 @@ class Layer:
         outer, scopes = _call_var.get()  # the enclosing layer call's `training`, or _OUTSIDE
         if training is None and outer is not _OUTSIDE:
             training = outer
+        context_values = call_context.resolve(self, kwargs) if self._context_args else None
         mask = kwargs.pop("mask", None)
         inputs = self._convert_inputs(args[0])
         args = (inputs,) + args[1:]
@@ -603,12 +620,16 @@ class Layer:
             autocast = None  # Keras: autocast=False leaves an enclosing layer's cast off here
         call_token = _call_var.set((training, scopes + (self.name,)))
         autocast_token = None if autocast is _autocast_var.get() else _autocast_var.set(autocast)
+        context_token = None if context_values is None else call_context.enter(context_values)
         try:
-            if policy is not None and policy.quantization_mode is not None:
-                outputs = self.quantized_call(*args, **kwargs)
-            else:
-                outputs = self.call(*args, **kwargs)
+            call = self.call if policy is None or policy.quantization_mode is None else \
+                self.quantized_call
+            if self._remat_mode is not None:
+                call = self.rematerialized_call(call, *args, **kwargs)
+            outputs = call(*args, **kwargs)
         finally:
+            if context_token is not None:
+                call_context.leave(context_token)
             if autocast_token is not None:
                 _autocast_var.reset(autocast_token)
             _call_var.reset(call_token)
@@ -619,6 +640,11 @@ class Layer:
         if mask is not None or type(self).compute_mask is not Layer.compute_mask:
             self._set_output_mask(inputs, outputs, mask)
         return outputs
+
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        """``layer_call`` (``call`` or ``quantized_call``) wrapped for the `RematScope` the layer
+        was created in (`kerasrs.layers.remat`); ``layer_call`` itself outside every scope."""
+        return remat_module.rematerialized_call(self, layer_call, args, kwargs)
 
     def stateless_call(self, trainable_variables, non_trainable_variables, *args,
                        return_losses=False, **kwargs):

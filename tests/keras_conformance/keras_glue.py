@@ -53,6 +53,11 @@ MODULES = {
                                  "kerasrs.ops.linalg"),
     "keras.src.backend.random": ("kerasrs.random", "the active backend's random module is "
                                  "kerasrs.random"),
+    "keras.src.backend.common.remat": ("kerasrs.layers.remat", "Keras's module of "
+                                       "RematScope, remat and get_current_remat_mode (public as "
+                                       "keras.RematScope, keras.remat) is kerasrs's module of "
+                                       "the same role; its layers call `remat` through it, so "
+                                       "a test's mock.patch of its `remat` reaches them"),
     "keras.src.ops.operation_utils": ("kerasrs.ops.operation_utils", "Keras's shape helpers "
                                       "(broadcast_shapes, reduce_shape...) are kerasrs's, which "
                                       "its symbolic ops use"),
