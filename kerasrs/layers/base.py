@@ -33,7 +33,7 @@ import numpy as np
 from kerasrs import autodiff, constraints, context, dtype_policies, initializers
 from kerasrs import backend as backend_module
 from kerasrs import ops, random
-from kerasrs.layers import call_context, naming, node
+from kerasrs.layers import call_context, naming, node, tracking
 from kerasrs.layers import remat as remat_module
 from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
 from kerasrs.layers.layer_config import (dtype_policy_arg, get_regularizer, record_arguments,
@@ -384,7 +384,8 @@ class Layer:
         init = initializers.get(initializer)
         name = name or "variable"
         in_own_scope = naming.current_scope() == self.name
-        if in_own_scope and self.built and not self.__dict__.get("_in_build"):
+        if in_own_scope and self.built and not self.__dict__.get("_in_build") and \
+                self._tracker.locked:
             raise ValueError(f"{self.name}: You cannot add new elements of state (variables or "
                              "sub-layers) to a layer that is already built. All state must be "
                              "created in the `__init__()` method or in the `build()` method. "
@@ -405,6 +406,15 @@ class Layer:
         if var.regularizer is not None:
             self._regularized.append(var)
         return var
+
+    @property
+    def _tracker(self):
+        """The lock on adding weights during the call (`kerasrs.layers.tracking`)."""
+        return tracking.tracker(self)
+
+    def _untrack_variable(self, variable):
+        """Remove ``variable`` from this layer's weights (Keras's method; returns None)."""
+        tracking.untrack(self, variable)
 
     def _own_weights(self):
         return self._trainable_variables + self._non_trainable_variables

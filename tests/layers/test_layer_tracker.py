@@ -1,0 +1,42 @@
+"""`Layer._tracker` (the lock on adding weights during a call) and `Layer._untrack_variable`."""
+
+import numpy as np
+import pytest
+
+from kerasrs import layers
+
+
+class Growing(layers.Layer):
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(2,), name="w", initializer="ones")
+
+    def call(self, x):
+        if getattr(self, "grow", False):
+            self.extra = self.add_weight(shape=(2,), name="extra", initializer="zeros")
+            self.grow = False
+        return x * self.w
+
+
+def test_new_weights_during_the_call_need_an_unlocked_tracker():
+    layer = Growing()
+    layer(np.ones((1, 2), "float32"))
+    assert layer._tracker.locked
+    layer.grow = True
+    with pytest.raises(ValueError, match="cannot add new elements of state"):
+        layer(np.ones((1, 2), "float32"))
+    layer._tracker.unlock()
+    layer(np.ones((1, 2), "float32"))
+    layer._tracker.lock()
+    assert [v.path for v in layer.weights] == ["growing/w", "growing/extra"]
+
+
+def test_untracked_variables_leave_the_weights_and_can_be_replaced():
+    layer = Growing()
+    layer(np.ones((1, 2), "float32"))
+    assert layer._untrack_variable(layer.w) is None
+    assert layer.weights == []
+    layer.w = layer.add_weight(shape=(2,), initializer="zeros", dtype="int8", trainable=False)
+    assert [(v.dtype, v.trainable) for v in layer.weights] == [("int8", False)]
+    layer._untrack_variable(layer.w)  # twice: no error
+    layer._untrack_variable(layer.w)
+    assert layer.weights == []
