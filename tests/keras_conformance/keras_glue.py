@@ -92,6 +92,10 @@ GLUE = {
         "kerasrs tensors carry their mask in as well"),
     "keras.src.backend.common.masking.set_keras_mask": (
         _set_keras_mask, "Keras-internal setter of the same `_keras_mask` attribute"),
+    "keras.src.layers.rnn.dropout_rnn_cell.DropoutRNNCell": (
+        "kerasrs.layers.recurrent.dropout_cell.DropoutRNNCell", "Keras's mixin of per-sequence "
+        "dropout masks for recurrent cells has no public name (custom cells inherit it from "
+        "keras.src); kerasrs's mixin of the same role, which its own cells inherit"),
     "keras.src.models.functional.Functional": (
         "kerasrs.models.Functional", "Keras's functional-model class is internal (users get it "
         "from keras.Model(inputs, outputs)); kerasrs's class of the same role"),
