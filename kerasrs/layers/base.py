@@ -124,6 +124,7 @@ class Layer(LayerCalls, LayerDTypes, LayerWeights, LayerQuantization, LayerSavin
     """
 
     supports_masking = False
+    _layers_explicit = False  # True: `_layers` is a list the class keeps (Sequential)
     _context_args = ()  # call-context args besides `training` (kerasrs.layers.call_context)
     _remat_mode = None  # a RematMode when created inside a RematScope (kerasrs.layers.remat)
     _allow_non_tensor_positional_args = False  # True: `call` takes flags positionally too
@@ -225,10 +226,20 @@ class Layer(LayerCalls, LayerDTypes, LayerWeights, LayerQuantization, LayerSavin
         """The state variables of `metrics`, in their order."""
         return [v for m in self.metrics for v in m.variables]
 
+    @property
+    def _layers(self):
+        """Direct sublayers (Keras's attribute): `_sublayers`; for a model that keeps its
+        layers in a list of its own (``_layers_explicit``: Sequential, Functional) that list."""
+        return self.__dict__["_layers"] if self._layers_explicit else self._sublayers()
+
+    @_layers.setter
+    def _layers(self, value):
+        self.__dict__["_layers"] = value
+
     def _sublayers(self):
         """Direct sublayers: explicitly tracked ones, then those held in attributes, in order."""
         found, seen = [], set()
-        values = list(self._layers)
+        values = list(self.__dict__.get("_layers", ()))
         for key, value in self.__dict__.items():
             if key in self._untracked_attrs or key == "_layers":
                 continue

@@ -40,3 +40,22 @@ def test_untracked_variables_leave_the_weights_and_can_be_replaced():
     layer._untrack_variable(layer.w)  # twice: no error
     layer._untrack_variable(layer.w)
     assert layer.weights == []
+
+
+def test_layers_lists_the_sublayers_found_in_attributes():
+    class Holder(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.first = layers.Dense(2)
+            self.by_name = {"second": layers.Dense(2)}
+            self.in_list = [layers.Dense(2)]
+
+        def build(self, input_shape):
+            self.in_list.append(layers.Dense(2))
+
+    holder = Holder()
+    holder.build((1, 2))
+    assert holder._layers == [holder.first, holder.by_name["second"]] + holder.in_list
+    from kerasrs import Sequential
+    seq = Sequential([layers.Dense(1)])
+    assert seq._layers is seq.__dict__["_layers"]  # a model's own list, which it appends to
