@@ -297,8 +297,8 @@ class Layer(LayerCalls, LayerDTypes, LayerWeights, LayerQuantization, LayerSavin
                    trainable=True, regularizer=None, constraint=None, **kwargs):
         """Create a weight `kerasrs.Variable` owned by this layer (call it from ``build``).
 
-        Positional arguments follow Keras, ``add_weight(shape, initializer, dtype, trainable)``,
-        or, when the first one is a string, ``add_weight(name, shape, initializer, dtype)``.
+        Up to three arguments may be positional, as in Keras 3: ``add_weight(shape,
+        initializer, dtype)``; ``name`` and the rest are keywords.
 
         Args:
             name: short name (``kernel``); the variable's ``path`` adds the name scopes.
@@ -312,20 +312,27 @@ class Layer(LayerCalls, LayerDTypes, LayerWeights, LayerQuantization, LayerSavin
 
         Returns:
             The new `kerasrs.Variable`.
+
+        Raises:
+            ValueError: for a string as the first positional argument (Keras 2's
+                ``add_weight(name, shape)``: Keras 3 takes the name as a keyword), or an
+                argument given both positionally and as a keyword.
+            TypeError: for more than three positional arguments.
         """
-        given = {"name": name, "shape": shape, "initializer": initializer, "dtype": dtype,
-                 "trainable": trainable}
-        order = ("name", "shape", "initializer", "dtype", "trainable") if args and isinstance(
-            args[0], str) else ("shape", "initializer", "dtype", "trainable")
-        if len(args) > len(order):
-            raise TypeError(f"{self.name}.add_weight: too many positional arguments. "
-                            f"Received: {len(args)}")
-        for key, value in zip(order, args):
-            if given[key] is not None and key != "trainable":
-                raise TypeError(f"{self.name}.add_weight: got two values for `{key}`.")
+        if len(args) > 3:
+            raise TypeError(f"{self.name}: add_weight() takes at most 3 positional arguments "
+                            f"(shape, initializer, dtype) but {len(args)} were given.")
+        if args and isinstance(args[0], str):
+            raise ValueError(f"{self.name}: add_weight(): `name` must be passed as a keyword "
+                             f"argument. Received: add_weight({args[0]!r}, ...). Use: "
+                             f"add_weight(shape=..., name={args[0]!r}).")
+        given = {"shape": shape, "initializer": initializer, "dtype": dtype}
+        for key, value in zip(("shape", "initializer", "dtype"), args):
+            if given[key] is not None:
+                raise ValueError(f"{self.name}: add_weight(): `{key}` was passed both "
+                                 "positionally and as a keyword argument.")
             given[key] = value
-        name, shape, initializer, dtype, trainable = (given[k] for k in (
-            "name", "shape", "initializer", "dtype", "trainable"))
+        shape, initializer, dtype = given["shape"], given["initializer"], given["dtype"]
         kwargs.pop("aggregation", None), kwargs.pop("autocast", None)
         kwargs.pop("overwrite_with_gradient", None)
         if kwargs:

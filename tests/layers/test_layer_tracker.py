@@ -59,3 +59,18 @@ def test_layers_lists_the_sublayers_found_in_attributes():
     from kerasrs import Sequential
     seq = Sequential([layers.Dense(1)])
     assert seq._layers is seq.__dict__["_layers"]  # a model's own list, which it appends to
+
+
+def test_add_weight_takes_keras_3s_positional_arguments():
+    layer = layers.Layer()
+    w = layer.add_weight((3, 4), "zeros", "float32")
+    assert (w.shape, w.dtype) == ((3, 4), "float32")
+    with pytest.raises(ValueError, match="`name` must be passed as a keyword argument"):
+        layer.add_weight("kernel", shape=(2,))
+    with pytest.raises(ValueError, match="`shape` was passed both positionally and as a "
+                                         "keyword argument"):
+        layer.add_weight((3,), shape=(3,))
+    with pytest.raises(ValueError, match="`initializer` was passed both"):
+        layer.add_weight((3,), "ones", initializer="zeros")
+    with pytest.raises(TypeError, match="takes at most 3 positional arguments"):
+        layer.add_weight((3,), "zeros", "float32", False)

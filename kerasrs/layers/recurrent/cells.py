@@ -81,13 +81,13 @@ class _Cell(Layer, DropoutRNNCell):
             raise ValueError(f"{self.name}: the last input axis (features) must be known. "
                              f"Received: input_shape={tuple(input_shape)}")
         g = self.gates * self.units
-        self.kernel = self.add_weight("kernel", (features, g), self.kernel_initializer,
+        self.kernel = self.add_weight((features, g), self.kernel_initializer, name="kernel",
                                       regularizer=self.kernel_regularizer,
                                       constraint=self.kernel_constraint)
         self.recurrent_kernel = self.add_weight(
-            "recurrent_kernel", (self.units, g), self.recurrent_initializer,
+            (self.units, g), self.recurrent_initializer, name="recurrent_kernel",
             regularizer=self.recurrent_regularizer, constraint=self.recurrent_constraint)
-        self.bias = self.add_weight("bias", self._bias_shape(), self._bias_init(),
+        self.bias = self.add_weight(self._bias_shape(), self._bias_init(), name="bias",
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
 
