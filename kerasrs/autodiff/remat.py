@@ -64,7 +64,6 @@ def remat(f):
             return f(*args, **kwargs)
         return _RematNode(f, args, kwargs, tapes).run()
 
-    wrapped._kerasrs_remat = f
     return wrapped
 
 
