@@ -37,7 +37,8 @@ class PositionEmbedding(layers.Layer):
         self.initializer = kerasrs.initializers.get(initializer)
 
     def build(self, input_shape):
-        self.embeddings = self.add_weight("embeddings", tuple(input_shape[1:]), self.initializer)
+        self.embeddings = self.add_weight(tuple(input_shape[1:]), self.initializer,
+                                          name="embeddings")
 
     def call(self, inputs):
         return kerasrs.ops.add(inputs, self.embeddings)

@@ -36,6 +36,7 @@ from kerasrs.dtype_policies import DTypePolicy, FloatDTypePolicy  # noqa: F401,E
 from kerasrs.initializers import Initializer  # noqa: F401,E402
 from kerasrs.layers import InputSpec, KerasTensor, Layer  # noqa: F401,E402
 from kerasrs.layers.naming import name_scope  # noqa: F401,E402
+from kerasrs.layers.remat import RematScope, remat  # noqa: F401,E402
 from kerasrs.losses import Loss  # noqa: F401,E402
 from kerasrs.metrics import Metric  # noqa: F401,E402
 from kerasrs.optimizers import Optimizer  # noqa: F401,E402

@@ -55,3 +55,15 @@ real_rows = contextvars.ContextVar("kerasrs_real_rows", default=None)
 #: (`kerasrs.layers.node`): losses added then (`Layer.add_loss`, activity regularizers) are not
 #: kept, as Keras adds none for symbolic calls.
 symbolic_probe = contextvars.ContextVar("kerasrs_symbolic_probe", default=False)
+
+#: Inside a `kerasrs.remat` function's forward run and its recomputation: the log (with a
+#: ``draw(make_seed)`` method) through which `kerasrs.random` (`SeedGenerator.next`, draws with
+#: ``seed=None``) and `kerasrs.backend.dropout_seed` take each seed, so that the recomputation
+#: draws the same numbers as the forward run; else None.
+rng_log = contextvars.ContextVar("kerasrs_rng_log", default=None)
+
+
+#: While a `kerasrs.remat` function runs forward: the collector (with a ``note(variable)``
+#: method) told of each Variable assigned, so the recomputation can start from and give back
+#: their values; else None.
+remat_state = contextvars.ContextVar("kerasrs_remat_state", default=None)

@@ -19,9 +19,11 @@ are per thread and per asyncio task (`kerasrs.context.tapes`).
 """
 
 from kerasrs.autodiff.function import Function, symbolic_hook
+from kerasrs.autodiff.remat import loss_added as remat_loss_added  # noqa: F401
+from kerasrs.autodiff.remat import remat
 from kerasrs.autodiff.tape import GradientTape, no_grad, sum_to, value_and_grad
 from kerasrs.autodiff.tape import _NESTED, _flatten, _pack  # noqa: F401  (used across kerasrs)
 from kerasrs.autodiff.tensor import Tensor, Variable, convert_to_tensor, raw
 
 __all__ = ["Tensor", "Variable", "convert_to_tensor", "raw", "Function", "GradientTape", "no_grad",
-           "value_and_grad", "sum_to", "symbolic_hook"]
+           "value_and_grad", "sum_to", "symbolic_hook", "remat"]

@@ -10,6 +10,7 @@ from kerasrs import backend as backend_module
 from kerasrs import context
 
 _tracers_var = context.tracers  # kerasrs.graph is tracing: host reads and assigns are reported
+_remat_state = context.remat_state  # a remat function runs: assigned Variables are noted
 
 
 class Tensor:
@@ -150,6 +151,8 @@ class Variable(Tensor):
         """
         if _tracers_var.get():  # kerasrs.graph is tracing: a graph update, no change now
             return _traced_assign(self, value, "assign")
+        if _remat_state.get() is not None:
+            _remat_state.get().note(self)
         value = value.data if isinstance(value, Tensor) else value
         array = self._numeric("assign", value)
         if tuple(array.shape) not in (self.shape, ()):
@@ -203,6 +206,8 @@ class Variable(Tensor):
         """Add ``delta`` (this shape, or broadcastable to it) in place. Returns self."""
         if _tracers_var.get():
             return _traced_assign(self, delta, "assign_add")
+        if _remat_state.get() is not None:
+            _remat_state.get().note(self)
         self.data += self._operand("assign_add", delta)
         return self
 
@@ -210,6 +215,8 @@ class Variable(Tensor):
         """Subtract ``delta`` (this shape, or broadcastable to it) in place. Returns self."""
         if _tracers_var.get():
             return _traced_assign(self, delta, "assign_sub")
+        if _remat_state.get() is not None:
+            _remat_state.get().note(self)
         self.data -= self._operand("assign_sub", delta)
         return self
 

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from kerasrs import context
 from kerasrs.backend import base, memory
 from kerasrs.backend.base import Backend, numpy_dtype
 from kerasrs.backend.dtypes import floatx, result_type, set_floatx
@@ -128,8 +129,12 @@ def set_seed(seed):
 
 def dropout_seed():
     """A fresh 63-bit Philox key for a dropout layer without a ``seed``: drawn on the host from
-    a generator that `set_seed` seeds, so it is the same on every backend."""
-    return int(_dropout_keys[0].integers(0, 2 ** 63))
+    a generator that `set_seed` seeds, so it is the same on every backend. Inside a
+    `kerasrs.remat` recomputation: the key its forward run drew."""
+    log = context.rng_log.get()
+    if log is None:
+        return int(_dropout_keys[0].integers(0, 2 ** 63))
+    return log.draw(lambda: int(_dropout_keys[0].integers(0, 2 ** 63)))
 
 
 __all__ = ["Backend", "base", "get", "backend", "set_backend", "using", "is_available",

@@ -149,7 +149,7 @@ class PReLU(Layer):
             raise ValueError(f"{self.name}: every non-shared axis needs a known size to hold "
                              f"`alpha`; share the free axes with `shared_axes`. Received: input "
                              f"shape {input_shape}, shared_axes={self.shared_axes}")
-        self.alpha = self.add_weight("alpha", tuple(shape), self.alpha_initializer,
+        self.alpha = self.add_weight(tuple(shape), self.alpha_initializer, name="alpha",
                                      regularizer=self.alpha_regularizer,
                                      constraint=self.alpha_constraint)
         self.input_spec = InputSpec(ndim=len(input_shape), axes={

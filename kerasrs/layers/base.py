@@ -20,6 +20,13 @@ How a layer runs (read this once; subclasses only write ``__init__``, ``build`` 
 5. Calling a layer on symbolic tensors (from `kerasrs.layers.Input`) does not compute anything:
    it records a `Node` and returns symbolic outputs, see `kerasrs.layers.node`.
 
+The class is written in parts: this module has construction, attribute tracking, `add_weight`,
+losses, ``__call__`` and the configuration; its mixins have the steps of a call and
+``stateless_call`` (`layer_calls`), the dtypes (`layer_dtypes`), the weight views
+(`layer_weights`), Keras's quantization and saving hooks (`layer_quantization`,
+`layer_saving`); call-context arguments, rematerialization and the state tracker are in
+`call_context`, `remat` and `tracking`.
+
 Masks travel on tensors as ``tensor._keras_mask`` (Keras's name). A layer with
 ``supports_masking = True`` passes its input mask on; a layer that makes or changes a mask
 overrides ``compute_mask(inputs, mask)``; other layers drop it.
@@ -32,13 +39,18 @@ import numpy as np
 
 from kerasrs import autodiff, constraints, context, dtype_policies, initializers
 from kerasrs import backend as backend_module
-from kerasrs import ops, random
-from kerasrs.layers import naming, node
+from kerasrs import random
+from kerasrs.layers import call_context, naming, node, tracking
+from kerasrs.layers import remat as remat_module
 from kerasrs.layers.input_spec import InputSpec  # noqa: F401  (re-exported)
+from kerasrs.layers.layer_calls import LayerCalls
 from kerasrs.layers.layer_config import (dtype_policy_arg, get_regularizer, record_arguments,
                                          serialize_regularizer, shape_from_config,
                                          shape_to_config)
-from kerasrs.layers.node import _shape_of
+from kerasrs.layers.layer_dtypes import LayerDTypes
+from kerasrs.layers.layer_quantization import LayerQuantization
+from kerasrs.layers.layer_saving import LayerSaving
+from kerasrs.layers.layer_weights import LayerWeights
 from kerasrs.metrics.base import Metric
 from kerasrs.quantizers import config as quantization_config
 
@@ -89,7 +101,7 @@ def _wrap_quantize(quantize):
     return wrapped
 
 
-class Layer:
+class Layer(LayerCalls, LayerDTypes, LayerWeights, LayerQuantization, LayerSaving):
     """Base class of layers: weights, deferred build, the call protocol and configuration.
 
     Args:
@@ -112,6 +124,9 @@ class Layer:
     """
 
     supports_masking = False
+    _layers_explicit = False  # True: `_layers` is a list the class keeps (Sequential)
+    _context_args = ()  # call-context args besides `training` (kerasrs.layers.call_context)
+    _remat_mode = None  # a RematMode when created inside a RematScope (kerasrs.layers.remat)
     _allow_non_tensor_positional_args = False  # True: `call` takes flags positionally too
     _untracked_attrs = frozenset()  # attribute names never searched for sublayers
 
@@ -165,6 +180,7 @@ class Layer:
         self.built = False
         self.input_spec = None
         self._build_shapes = None
+        self._remat_mode = remat_module.get_current_remat_mode()  # the RematScope at creation
         sig = inspect.signature(self.call).parameters
         self._call_has_training = "training" in sig
         self._call_has_mask = "mask" in sig
@@ -210,10 +226,20 @@ class Layer:
         """The state variables of `metrics`, in their order."""
         return [v for m in self.metrics for v in m.variables]
 
+    @property
+    def _layers(self):
+        """Direct sublayers (Keras's attribute): `_sublayers`; for a model that keeps its
+        layers in a list of its own (``_layers_explicit``: Sequential, Functional) that list."""
+        return self.__dict__["_layers"] if self._layers_explicit else self._sublayers()
+
+    @_layers.setter
+    def _layers(self, value):
+        self.__dict__["_layers"] = value
+
     def _sublayers(self):
         """Direct sublayers: explicitly tracked ones, then those held in attributes, in order."""
         found, seen = [], set()
-        values = list(self._layers)
+        values = list(self.__dict__.get("_layers", ()))
         for key, value in self.__dict__.items():
             if key in self._untracked_attrs or key == "_layers":
                 continue
@@ -261,75 +287,6 @@ class Layer:
         if type(self).build is Layer.build:
             self.built = True
 
-    # -- dtypes ---------------------------------------------------------------------------------
-    @property
-    def dtype_policy(self):
-        """The layer's `kerasrs.dtype_policies.DTypePolicy` (or `DTypePolicyMap`): from
-        ``dtype=``, else the global policy when the layer was created, else ``floatx()``.
-        Setting a quantized policy (``"int8_from_float32"``) on a built layer quantizes it."""
-        return self._stored_policy() or dtype_policies.DTypePolicy(backend_module.floatx())
-
-    def _stored_policy(self):
-        """The explicit policy or None; a dtype name stored in ``_dtype`` is turned into one."""
-        policy = self._dtype
-        if policy is not None and not isinstance(policy, dtype_policies.DTypePolicy):
-            policy = self.__dict__["_dtype"] = dtype_policies.get(policy)
-        return policy
-
-    def _policy(self):
-        """The policy that sets this layer's dtypes, or None (floatx): the stored one, or its
-        entry for the layer's `path` when it is a `DTypePolicyMap`."""
-        policy = self._dtype
-        if policy is None:
-            return None
-        if policy.__class__ is dtype_policies.DTypePolicyMap:
-            return policy[self.path] if self.path else policy.default_policy
-        return policy if isinstance(policy, dtype_policies.DTypePolicy) else \
-            self._stored_policy()
-
-    @dtype_policy.setter
-    def dtype_policy(self, value):
-        policy = dtype_policy_arg(value, f"{type(self).__name__} {self.name!r}")
-        stored = self._stored_policy()
-        if isinstance(stored, dtype_policies.DTypePolicyMap) and self.path:
-            if self.path in stored:
-                del stored[self.path]
-            stored[self.path] = policy
-        else:
-            self._dtype = policy
-        mode = getattr(policy, "quantization_mode", None)
-        if mode is not None and self.built and not getattr(self, "_is_quantized", False):
-            if mode == "gptq":
-                raise ValueError(f"{self.name}: Implicitly enabling GPTQ quantization by "
-                                 f"setting `dtype_policy` to '{value}' is not supported. GPTQ "
-                                 "requires a calibration dataset and a `GPTQConfig` object. "
-                                 "Please use the `.quantize('gptq', config=...)` method on the "
-                                 "layer or model instead.")
-            self.quantize(mode)
-
-    _dtype_policy = dtype_policy  # Keras's attribute name
-
-    @property
-    def dtype(self):
-        """Name of the weights' dtype (the policy's ``variable_dtype``): "float32" unless set."""
-        policy = self._policy()
-        return policy.variable_dtype if policy else backend_module.floatx()
-
-    variable_dtype = dtype
-
-    @property
-    def compute_dtype(self):
-        """Name of the dtype inputs are cast to and computed in ("float16" under
-        ``mixed_float16``)."""
-        policy = self._policy()
-        return policy.compute_dtype if policy else backend_module.floatx()
-
-    @property
-    def quantization_mode(self):
-        """The quantization mode ("int8", "int4", "float8", "gptq", "awq") or None."""
-        policy = self._policy()
-        return None if policy is None else policy.quantization_mode
-
     @property
     def path(self):
         """The layer's name scope path (``sequential/dense``) once built, else None."""
@@ -340,8 +297,8 @@ class Layer:
                    trainable=True, regularizer=None, constraint=None, **kwargs):
         """Create a weight `kerasrs.Variable` owned by this layer (call it from ``build``).
 
-        Positional arguments follow Keras, ``add_weight(shape, initializer, dtype, trainable)``,
-        or, when the first one is a string, ``add_weight(name, shape, initializer, dtype)``.
+        Up to three arguments may be positional, as in Keras 3: ``add_weight(shape,
+        initializer, dtype)``; ``name`` and the rest are keywords.
 
         Args:
             name: short name (``kernel``); the variable's ``path`` adds the name scopes.
@@ -355,20 +312,27 @@ class Layer:
 
         Returns:
             The new `kerasrs.Variable`.
+
+        Raises:
+            ValueError: for a string as the first positional argument (Keras 2's
+                ``add_weight(name, shape)``: Keras 3 takes the name as a keyword), or an
+                argument given both positionally and as a keyword.
+            TypeError: for more than three positional arguments.
         """
-        given = {"name": name, "shape": shape, "initializer": initializer, "dtype": dtype,
-                 "trainable": trainable}
-        order = ("name", "shape", "initializer", "dtype", "trainable") if args and isinstance(
-            args[0], str) else ("shape", "initializer", "dtype", "trainable")
-        if len(args) > len(order):
-            raise TypeError(f"{self.name}.add_weight: too many positional arguments. "
-                            f"Received: {len(args)}")
-        for key, value in zip(order, args):
-            if given[key] is not None and key != "trainable":
-                raise TypeError(f"{self.name}.add_weight: got two values for `{key}`.")
+        if len(args) > 3:
+            raise TypeError(f"{self.name}: add_weight() takes at most 3 positional arguments "
+                            f"(shape, initializer, dtype) but {len(args)} were given.")
+        if args and isinstance(args[0], str):
+            raise ValueError(f"{self.name}: add_weight(): `name` must be passed as a keyword "
+                             f"argument. Received: add_weight({args[0]!r}, ...). Use: "
+                             f"add_weight(shape=..., name={args[0]!r}).")
+        given = {"shape": shape, "initializer": initializer, "dtype": dtype}
+        for key, value in zip(("shape", "initializer", "dtype"), args):
+            if given[key] is not None:
+                raise ValueError(f"{self.name}: add_weight(): `{key}` was passed both "
+                                 "positionally and as a keyword argument.")
             given[key] = value
-        name, shape, initializer, dtype, trainable = (given[k] for k in (
-            "name", "shape", "initializer", "dtype", "trainable"))
+        shape, initializer, dtype = given["shape"], given["initializer"], given["dtype"]
         kwargs.pop("aggregation", None), kwargs.pop("autocast", None)
         kwargs.pop("overwrite_with_gradient", None)
         if kwargs:
@@ -380,7 +344,8 @@ class Layer:
         init = initializers.get(initializer)
         name = name or "variable"
         in_own_scope = naming.current_scope() == self.name
-        if in_own_scope and self.built and not self.__dict__.get("_in_build"):
+        if in_own_scope and self.built and not self.__dict__.get("_in_build") and \
+                self._tracker.locked:
             raise ValueError(f"{self.name}: You cannot add new elements of state (variables or "
                              "sub-layers) to a layer that is already built. All state must be "
                              "created in the `__init__()` method or in the `build()` method. "
@@ -402,105 +367,24 @@ class Layer:
             self._regularized.append(var)
         return var
 
+    @property
+    def _tracker(self):
+        """The lock on adding weights during the call (`kerasrs.layers.tracking`)."""
+        return tracking.tracker(self)
+
+    def _untrack_variable(self, variable):
+        """Remove ``variable`` from this layer's weights (Keras's method; returns None)."""
+        tracking.untrack(self, variable)
+
     def _own_weights(self):
         return self._trainable_variables + self._non_trainable_variables
-
-    @property
-    def weights(self):
-        """All weights: this layer's own (trainable first, then non-trainable, as created), then
-        each sublayer's, each once. This is the order of `get_weights` and of saved files."""
-        out, seen = [], set()
-        for layer in self._flatten_layers():
-            for w in layer._own_weights():
-                if id(w) not in seen:
-                    seen.add(id(w))
-                    out.append(w)
-        return out
-
-    @property
-    def variables(self):
-        """All state: per layer, its weights then the state of its seed generators (Keras's
-        ``variables``: `weights` plus the random-seed state, each once)."""
-        out, seen = [], set()
-        for layer in self._flatten_layers():
-            for v in layer._own_weights() + [g.state for g in layer._seed_generators]:
-                if id(v) not in seen:
-                    seen.add(id(v))
-                    out.append(v)
-        return out
-
-    @property
-    def trainable_weights(self):
-        """The weights an optimizer updates (empty when the layer is frozen)."""
-        return [w for w in self.weights if w.trainable] if self.trainable else []
-
-    trainable_variables = trainable_weights
-
-    @property
-    def non_trainable_weights(self):
-        """Weights no optimizer updates: moving statistics, and every weight when frozen."""
-        return [w for w in self.weights if not w.trainable] if self.trainable else self.weights
-
-    @property
-    def non_trainable_variables(self):
-        """`non_trainable_weights` plus the seed generators' state (Keras's meaning)."""
-        return [v for v in self.variables if not v.trainable] if self.trainable else \
-            self.variables
-
-    @property
-    def trainable(self):
-        return self._trainable
-
-    @trainable.setter
-    def trainable(self, value):
-        """Freeze (False) or unfreeze (True) this layer's weights and all sublayers'."""
-        value = bool(value)
-        for layer in self._flatten_layers():
-            layer._trainable = value
-            for w in layer._trainable_variables:
-                w.trainable = value
-
-    def get_weights(self):
-        """The weights' values as a list of NumPy arrays, in `weights` order (copies)."""
-        return [np.array(w.numpy()) for w in self.weights]
-
-    def set_weights(self, weights):
-        """Overwrite the weights with NumPy arrays given in `weights` order.
-
-        Raises:
-            ValueError: if the number of arrays or a shape differs, naming the layer, the
-                weight and both shapes. Nothing is assigned in that case.
-        """
-        params = self.weights
-        weights = list(weights)
-        if len(weights) != len(params):
-            raise ValueError(f"{self.name}.set_weights: the layer has {len(params)} weights "
-                             f"({[w.path for w in params]}), but {len(weights)} arrays were given. "
-                             f"Received: shapes {[tuple(np.shape(w)) for w in weights]}")
-        for p, w in zip(params, weights):
-            if tuple(np.shape(w)) != p.shape:
-                raise ValueError(f"{self.name}.set_weights: weight {p.path!r} has shape {p.shape}. "
-                                 f"Received: an array of shape {tuple(np.shape(w))}")
-        for p, w in zip(params, weights):
-            p.assign(backend_module.convert_to_numpy(w))
-
-    def count_params(self):
-        """Total number of scalars in all weights.
-
-        Raises:
-            ValueError: if the layer is not built yet (its weights do not exist).
-        """
-        if not self.built:
-            raise ValueError(f"{self.name}.count_params: the layer is not built yet, so its "
-                             "weights do not exist. Call it on data or call build() first.")
-        return int(sum(int(np.prod(w.shape)) for w in self.weights))
 
     # -- losses ---------------------------------------------------------------------------------
     def add_loss(self, loss):
         """Add a scalar Tensor to `losses`. Values added during one outermost call replace those
         of earlier calls (Keras clears them at the start of each outermost call). A call on
         symbolic tensors adds none (it computes no values)."""
-        if context.symbolic_probe.get():
+        if context.symbolic_probe.get() or not autodiff.remat_loss_added(loss):
             return
         if self._losses_call != _outer_calls[0]:
             self._losses = []
@@ -565,7 +449,19 @@ class Layer:
         ``compute_output_shape``) instead of `Layer`'s."""
         return getattr(type(self), method) is not getattr(Layer, method)
 
+    @property
+    def _call_context_args(self):
+        """The call arguments that flow from this layer's call to the layers it calls:
+        ``training`` and those registered (`kerasrs.layers.call_context`)."""
+        return {"training", *self._context_args}
+
+    def _register_call_context_args(self, *names):
+        """Make the call arguments ``names`` flow from this layer's call to the layers it calls
+        (Keras's method; see `kerasrs.layers.call_context`). Only before the first call."""
+        call_context.register(self, names)
+
     def __call__(self, *args, **kwargs):
+        self.__dict__["_called"] = True
         if not args and kwargs:  # keyword-only inputs: layer(query=q, value=v)
             name = self._call_first_arg if self._call_first_arg in kwargs else "inputs"
             args = (kwargs.pop(name),) if name in kwargs else ()
@@ -579,6 +475,7 @@ class Layer:
         outer, scopes = _call_var.get()  # the enclosing layer call's `training`, or _OUTSIDE
         if training is None and outer is not _OUTSIDE:
             training = outer
+        context_values = call_context.resolve(self, kwargs) if self._context_args else None
         mask = kwargs.pop("mask", None)
         inputs = self._convert_inputs(args[0])
         args = (inputs,) + args[1:]
@@ -603,12 +500,16 @@ class Layer:
             autocast = None  # Keras: autocast=False leaves an enclosing layer's cast off here
         call_token = _call_var.set((training, scopes + (self.name,)))
         autocast_token = None if autocast is _autocast_var.get() else _autocast_var.set(autocast)
+        context_token = None if context_values is None else call_context.enter(context_values)
         try:
-            if policy is not None and policy.quantization_mode is not None:
-                outputs = self.quantized_call(*args, **kwargs)
-            else:
-                outputs = self.call(*args, **kwargs)
+            call = self.call if policy is None or policy.quantization_mode is None else \
+                self.quantized_call
+            if self._remat_mode is not None:
+                call = self.rematerialized_call(call, *args, **kwargs)
+            outputs = call(*args, **kwargs)
         finally:
+            if context_token is not None:
+                call_context.leave(context_token)
             if autocast_token is not None:
                 _autocast_var.reset(autocast_token)
             _call_var.reset(call_token)
@@ -620,44 +521,10 @@ class Layer:
             self._set_output_mask(inputs, outputs, mask)
         return outputs
 
-    def stateless_call(self, trainable_variables, non_trainable_variables, *args,
-                       return_losses=False, **kwargs):
-        """Call the layer with the given values of its state instead of the current ones, and
-        leave the state as it was (Keras's functional call).
-
-        Args:
-            trainable_variables / non_trainable_variables: values (arrays or Tensors), one per
-                entry of `trainable_variables` / `non_trainable_variables`, in that order.
-            *args, **kwargs: the call's arguments. return_losses: also return `losses`.
-
-        Returns:
-            ``(outputs, new_non_trainable_values)`` (Tensors: the non-trainable state after the
-            call, e.g. moving statistics and seed states), and the losses with
-            ``return_losses``. The values are assigned for the call and put back after it, so
-            no gradient flows to the given arrays (record a `GradientTape` on the variables).
-
-        Raises:
-            ValueError: if a list's length differs from the layer's.
-        """
-        own_t, own_nt = self.trainable_variables, self.non_trainable_variables
-        for what, own, given in (("trainable_variables", own_t, trainable_variables),
-                                 ("non_trainable_variables", own_nt, non_trainable_variables)):
-            if len(given) != len(own):
-                raise ValueError(f"{self.name}.stateless_call: the layer has {len(own)} "
-                                 f"{what}. Received: {len(given)} values")
-        state = own_t + own_nt
-        saved = [np.array(v.numpy()) for v in state]
-        try:
-            for var, value in zip(state, list(trainable_variables) + list(non_trainable_variables)):
-                if value is not var:
-                    var.assign(backend_module.convert_to_numpy(value))
-            outputs = self(*args, **kwargs)
-            new_nt = [autodiff.convert_to_tensor(np.array(v.numpy())) for v in own_nt]
-            losses = self.losses if return_losses else None
-        finally:
-            for var, value in zip(state, saved):
-                var.assign(value)
-        return (outputs, new_nt, losses) if return_losses else (outputs, new_nt)
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        """``layer_call`` (``call`` or ``quantized_call``) wrapped for the `RematScope` the layer
+        was created in (`kerasrs.layers.remat`); ``layer_call`` itself outside every scope."""
+        return remat_module.rematerialized_call(self, layer_call, args, kwargs)
 
     def _activity_loss(self, output):
         """The activity regularizer's value on ``output``, divided by the batch size (Keras's
@@ -666,218 +533,6 @@ class Layer:
         if output.ndim == 0:
             return loss
         return loss / output.shape[0] if output.shape[0] else loss * 0
-
-    def _check_positional_args(self, args):
-        """Keras's rule: only tensors (or None) are passed positionally after the first input;
-        flags and numbers go by keyword, so ``layer(x, True)`` cannot bind ``True`` to the wrong
-        parameter unnoticed."""
-        for arg in autodiff._flatten(list(args[1:])):
-            if arg is not None and not isinstance(arg, (autodiff.Tensor, node.SymbolicTensor,
-                                                        np.ndarray)):
-                raise ValueError(f"{self.name}: Only input tensors may be passed as positional "
-                                 "arguments. The following argument value should be passed as "
-                                 f"a keyword argument: {arg!r} (of type {type(arg).__name__})")
-
-    def _convert_inputs(self, inputs):
-        """Tensors from arrays/lists; float tensors cast to the layer's compute dtype."""
-        if type(inputs) is autodiff.Tensor and inputs.data.dtype == self.compute_dtype:
-            return inputs  # the common case, decided without the checks below
-        if isinstance(inputs, (list, tuple)) and not _is_data(inputs):
-            return type(inputs)(self._convert_inputs(x) for x in inputs)
-        if isinstance(inputs, dict):
-            return {k: self._convert_inputs(v) for k, v in inputs.items()}
-        if inputs is None:
-            return None
-        if not isinstance(inputs, autodiff.Tensor):
-            mask = getattr(inputs, "_keras_mask", None)
-            inputs = autodiff.convert_to_tensor(inputs)
-            if mask is not None:
-                inputs._keras_mask = mask
-        if self.autocast and backend_module.is_float_dtype(inputs.dtype) and inputs.dtype != \
-                backend_module.standardize_dtype(self.compute_dtype):
-            mask = getattr(inputs, "_keras_mask", None)
-            inputs = ops.cast(inputs, self.compute_dtype)
-            if mask is not None:
-                inputs._keras_mask = mask
-        return inputs
-
-    def _add_argument_masks(self, args, kwargs):
-        """Fill ``<arg>_mask`` parameters of ``call`` not given with the masks the arguments
-        carry (a tuple or list of masks for a tuple or list argument; nothing if none has one)."""
-        bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
-        for name in self._call_arg_masks:
-            if f"{name}_mask" in kwargs or bound.get(name) is None:
-                continue
-            value = bound[name]
-            mask = type(value)(getattr(v, "_keras_mask", None) for v in value) \
-                if isinstance(value, (list, tuple)) else getattr(value, "_keras_mask", None)
-            if mask is not None and any(m is not None for m in autodiff._flatten(mask)):
-                kwargs[f"{name}_mask"] = mask
-
-    def _build_from_call(self, args, kwargs):
-        """Run ``build`` with the shapes of the call's arguments (see the module docstring)."""
-        params = [p for p in inspect.signature(self.build).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if len(params) > 1:
-            self._check_build_signature(params)
-            bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
-            shapes = {p.name: _shape_of(bound[p.name[:-6]]) for p in params
-                      if p.name[:-6] in bound and bound[p.name[:-6]] is not None}
-            self.build(**shapes)
-            self._build_shapes = {"shapes_dict": {k: shape_to_config(v)
-                                                  for k, v in shapes.items()}}
-        else:
-            self.build(_shape_of(args[0]))
-        self.built = True
-
-    def _check_build_signature(self, params):
-        """A ``build`` with several parameters gets one shape per call argument: each parameter
-        must be named ``<arg>_shape`` after an argument of ``call``."""
-        call_args = inspect.signature(self.call).parameters
-        for p in params:
-            arg = p.name[:-6] if p.name.endswith("_shape") else None
-            if arg is None or arg not in call_args:
-                problem = (f"which does not end in `_shape`" if arg is None else
-                           f"but `call()` does not have argument `{arg}`")
-                raise ValueError(f"{self.name}: a `build()` method with more than one argument "
-                                 "gets the shape of each `call()` argument, so every argument "
-                                 "needs a `_shape` suffix and must match an argument of "
-                                 f"`call()`, e.g. `build(self, foo_shape, bar_shape)`. Received "
-                                 f"`build()` argument `{p.name}`, {problem}.")
-
-    def _check_input_spec(self, inputs):
-        specs = self.input_spec if isinstance(self.input_spec, (list, tuple)) else [self.input_spec]
-        tensors = autodiff._flatten(inputs)
-        for i, (spec, x) in enumerate(zip(specs, tensors)):
-            if spec is not None and x is not None:
-                spec.check(self.name, i, tuple(x.shape))
-
-    def _set_output_mask(self, inputs, outputs, mask):
-        out_mask = self.compute_mask(inputs, mask)
-        outs = autodiff._flatten(outputs)
-        masks = autodiff._flatten(out_mask) if isinstance(out_mask, (list, tuple)) else \
-            [out_mask] * len(outs)
-        for out, m in zip(outs, masks):
-            if isinstance(out, autodiff.Tensor):
-                out._keras_mask = m
-
-    # -- symbolic graph helpers -------------------------------------------------------------------
-    @property
-    def input(self):
-        """The symbolic input of the layer's only call on symbolic tensors."""
-        return self._single_node("input").call_args[0]
-
-    @property
-    def output(self):
-        """The symbolic output of the layer's only call on symbolic tensors."""
-        outs = self._single_node("output").outputs
-        return outs[0] if len(outs) == 1 else outs
-
-    def _single_node(self, what):
-        if not self._inbound_nodes:
-            raise AttributeError(f"{self.name}: the layer has never been called on symbolic "
-                                 f"tensors, so it has no {what}.")
-        if len(self._inbound_nodes) > 1 and what == "input":
-            raise AttributeError(f"{self.name}: the layer was called on {len(self._inbound_nodes)} "
-                                 f"symbolic inputs; its {what} is ambiguous.")
-        return self._inbound_nodes[0]
-
-    # -- quantization (Keras's hooks; Dense, EinsumDense and Embedding implement them) -------
-    def quantize(self, mode=None, type_check=True, config=None):
-        """Quantize the layer's weights in place (``"int8"``, ``"int4"``, ``"float8"``,
-        ``"gptq"``, ``"awq"``); see `kerasrs.layers.quantized`.
-
-        Raises:
-            ValueError: for an unknown mode, an unbuilt or already quantized layer, or int8
-                with a float16 compute dtype.
-            NotImplementedError: for a layer that cannot be quantized.
-        """
-        raise self._not_implemented_error(self.quantize)
-
-    def quantized_build(self, input_shape, mode):
-        raise self._not_implemented_error(self.quantized_build)
-
-    def _check_quantize_args(self, mode, compute_dtype):
-        if not self.built:
-            raise ValueError(f"Cannot quantize a layer that isn't yet built. Layer "
-                             f"'{self.name}' (of type '{type(self).__name__}') is not built yet.")
-        if getattr(self, "_is_quantized", False):
-            raise ValueError(f"Layer '{self.name}' is already quantized with dtype_policy="
-                             f"'{self.dtype_policy.name}'. Received: mode={mode}")
-        if mode not in dtype_policies.QUANTIZATION_MODES:
-            raise ValueError(f"{self.name}: Invalid quantization mode. Expected one of "
-                             f"{dtype_policies.QUANTIZATION_MODES}. Received: mode={mode}")
-        if mode == "int8" and compute_dtype == "float16":
-            raise ValueError(f"{self.name}: Quantization mode='{mode}' doesn't work well with "
-                             "compute_dtype='float16'. Consider loading model/layer with "
-                             "another dtype policy such as 'mixed_bfloat16' or 'mixed_float16' "
-                             "before calling `quantize()`.")
-
-    def quantized_call(self, *args, **kwargs):
-        """The call of a quantized layer: ``_<mode>_call``."""
-        mode = self.quantization_mode
-        if mode not in dtype_policies.QUANTIZATION_MODES:
-            raise self._quantization_mode_error(mode)
-        return getattr(self, f"_{mode}_call")(*args, **kwargs)
-
-    def _int8_call(self, *args, **kwargs):
-        raise self._not_implemented_error(self._int8_call)
-
-    def _int4_call(self, *args, **kwargs):
-        raise self._not_implemented_error(self._int4_call)
-
-    def _float8_call(self, *args, **kwargs):
-        raise self._not_implemented_error(self._float8_call)
-
-    def _gptq_call(self, *args, **kwargs):
-        raise self._not_implemented_error(self._gptq_call)
-
-    def _awq_call(self, *args, **kwargs):
-        raise self._not_implemented_error(self._awq_call)
-
-    def _not_implemented_error(self, attr, msg=None):
-        name = attr.__name__ if callable(attr) else str(attr)
-        kind = "method" if callable(attr) else "attribute"
-        return NotImplementedError(f"Layer {type(self).__name__} does not have a `{name}` "
-                                   f"{kind} implemented.{' ' + msg if msg else ''}")
-
-    def _quantization_mode_error(self, mode):
-        return NotImplementedError(f"{self.name}: Invalid quantization mode. Expected one of "
-                                   f"{dtype_policies.QUANTIZATION_MODES}. Received: "
-                                   f"quantization_mode={mode}")
-
-    # -- saving (Keras's hooks: a layer may store its state its own way) -----------------------
-    def _saved_variables(self):
-        """``[(name, variable)]`` that `save_own_variables` stores, in order: trainable, then
-        non-trainable, each in creation order (Keras's layout)."""
-        return [(v.name, v) for v in self._trainable_variables + self._non_trainable_variables]
-
-    def save_own_variables(self, store):
-        """Put this layer's own variables into the dict ``store`` under "0", "1", ..."""
-        for i, (_, var) in enumerate(self._saved_variables()):
-            store[str(i)] = var
-
-    def load_own_variables(self, store):
-        """Assign this layer's own variables from ``store`` ("0", "1", ...: arrays).
-
-        Raises:
-            ValueError: if the number of stored arrays differs from the number of variables.
-        """
-        self._check_load_own_variables(store)
-        for i, (_, var) in enumerate(self._saved_variables()):
-            var.assign(_stored_array(store[str(i)], var.dtype))
-
-    def _check_load_own_variables(self, store):
-        names = [name for name, _ in self._saved_variables()]
-        if len(store.keys()) == len(names):
-            return
-        if not names and not self.built:
-            raise ValueError(f"Layer '{self.name}' was never built and thus it doesn't have any "
-                             f"variables. However the weights file lists {len(store.keys())} "
-                             "variables for this layer. Build it (call it on data, or implement "
-                             "build_from_config) before loading.")
-        raise ValueError(f"Layer '{self.name}' expected {len(names)} variables, but received "
-                         f"{len(store.keys())} variables during loading. Expected: {names}")
 
     # -- configuration --------------------------------------------------------------------------
     def get_config(self):
@@ -930,19 +585,6 @@ class Layer:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-
-def _is_data(x):
-    """A (nested) list of numbers, i.e. array data, rather than a list of several inputs."""
-    if isinstance(x, (list, tuple)):
-        return len(x) > 0 and all(_is_data(v) for v in x)
-    return isinstance(x, (int, float, bool, np.generic))
-
-
-def _stored_array(value, dtype):
-    """A stored value (array, h5py dataset, Tensor) as a NumPy array of ``dtype``."""
-    value = value.numpy() if hasattr(value, "numpy") else value
-    return np.asarray(value[()] if hasattr(value, "id") else value).astype(dtype, copy=False)
 
 
 def _mask_of(inputs):

@@ -218,10 +218,10 @@ class BaseConv(QuantizedWeights, Layer):
                              f"groups={self.groups}. Received: input shape {tuple(input_shape)}")
         check_windows(self, input_shape, self.kernel_size, self.dilation_rate, self.padding)
         self._kernel_shape = self.kernel_size + (channels // self.groups, self.filters)
-        self._kernel = self.add_weight("kernel", self._kernel_shape, self.kernel_initializer,
+        self._kernel = self.add_weight(self._kernel_shape, self.kernel_initializer, name="kernel",
                                        regularizer=self.kernel_regularizer,
                                        constraint=self.kernel_constraint)
-        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer,
+        self.bias = self.add_weight((self.filters,), self.bias_initializer, name="bias",
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
         axis = 1 if self.data_format == "channels_first" else -1

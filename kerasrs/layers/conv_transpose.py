@@ -92,10 +92,11 @@ class BaseConvTranspose(Layer):
         if channels is None:
             raise ValueError(f"{self.name}: the input channels must be known. "
                              f"Received: input shape {tuple(input_shape)}")
-        self.kernel = self.add_weight("kernel", self.kernel_size + (self.filters, channels),
-                                      self.kernel_initializer, regularizer=self.kernel_regularizer,
+        self.kernel = self.add_weight(self.kernel_size + (self.filters, channels),
+                                      self.kernel_initializer, name="kernel",
+                                      regularizer=self.kernel_regularizer,
                                       constraint=self.kernel_constraint)
-        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer,
+        self.bias = self.add_weight((self.filters,), self.bias_initializer, name="bias",
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
         axis = 1 if self.data_format == "channels_first" else -1

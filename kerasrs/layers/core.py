@@ -73,10 +73,11 @@ class Dense(KernelQuantization, Layer):
         if mode:
             self.quantized_build(self._kernel_shape, mode, self.quantization_config)
         if mode not in ("int8", "int4", "gptq", "awq"):
-            self._kernel = self.add_weight("kernel", self._kernel_shape, self.kernel_initializer,
+            self._kernel = self.add_weight(self._kernel_shape, self.kernel_initializer,
+                                           name="kernel",
                                            regularizer=self.kernel_regularizer,
                                            constraint=self.kernel_constraint)
-        self.bias = self.add_weight("bias", (self.units,), self.bias_initializer,
+        self.bias = self.add_weight((self.units,), self.bias_initializer, name="bias",
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
         self.input_spec = InputSpec(min_ndim=2, axes={-1: features})
@@ -350,7 +351,7 @@ class Embedding(EmbeddingQuantization, Layer):
             self.quantized_build(shape, mode, self.quantization_config)
         if mode not in ("int8", "int4"):
             self._embeddings = self.add_weight(
-                "embeddings", shape, self.embeddings_initializer,
+                shape, self.embeddings_initializer, name="embeddings",
                 regularizer=self.embeddings_regularizer, constraint=self.embeddings_constraint)
         self.built = True
         if self.lora_rank:

@@ -61,7 +61,7 @@ class _WindowedConv(Layer):
         return channels
 
     def _finish_build(self, channels, bias_size):
-        self.bias = self.add_weight("bias", (bias_size,), self.bias_initializer,
+        self.bias = self.add_weight((bias_size,), self.bias_initializer, name="bias",
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
         axis = 1 if self.data_format == "channels_first" else -1
@@ -125,9 +125,8 @@ class BaseDepthwiseConv(_WindowedConv):
 
     def build(self, input_shape):
         channels = self._check(input_shape)
-        self.kernel = self.add_weight("kernel", self.kernel_size + (channels,
-                                                                    self.depth_multiplier),
-                                      self.depthwise_initializer,
+        self.kernel = self.add_weight(self.kernel_size + (channels, self.depth_multiplier),
+                                      self.depthwise_initializer, name="kernel",
                                       regularizer=self.depthwise_regularizer,
                                       constraint=self.depthwise_constraint)
         self._finish_build(channels, channels * self.depth_multiplier)
@@ -217,11 +216,11 @@ class BaseSeparableConv(_WindowedConv):
         channels = self._check(input_shape)
         m = self.depth_multiplier
         self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel", self.kernel_size + (channels, m), self.depthwise_initializer,
+            self.kernel_size + (channels, m), self.depthwise_initializer, name="depthwise_kernel",
             regularizer=self.depthwise_regularizer, constraint=self.depthwise_constraint)
         self.pointwise_kernel = self.add_weight(
-            "pointwise_kernel", (1,) * self.rank + (channels * m, self.filters),
-            self.pointwise_initializer, regularizer=self.pointwise_regularizer,
+            (1,) * self.rank + (channels * m, self.filters), self.pointwise_initializer,
+            name="pointwise_kernel", regularizer=self.pointwise_regularizer,
             constraint=self.pointwise_constraint)
         self._finish_build(channels, self.filters)
 

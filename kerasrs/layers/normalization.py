@@ -51,11 +51,11 @@ class _ScaleShift:
 
     def _build_scale_shift(self, shape, scale=None, center=None):
         if self.scale if scale is None else scale:
-            self.gamma = self.add_weight("gamma", shape, self.gamma_initializer,
+            self.gamma = self.add_weight(shape, self.gamma_initializer, name="gamma",
                                          regularizer=self.gamma_regularizer,
                                          constraint=self.gamma_constraint)
         if self.center if center is None else center:
-            self.beta = self.add_weight("beta", shape, self.beta_initializer,
+            self.beta = self.add_weight(shape, self.beta_initializer, name="beta",
                                         regularizer=self.beta_regularizer,
                                         constraint=self.beta_constraint)
 
@@ -176,20 +176,20 @@ class BatchNormalization(_ScaleShift, Layer):
         (axis,) = _check_axes(self, self.axis, input_shape)
         shape = (input_shape[axis],)
         self._build_scale_shift(shape)
-        self.moving_mean = self.add_weight("moving_mean", shape, self.moving_mean_initializer,
+        self.moving_mean = self.add_weight(shape, self.moving_mean_initializer, name="moving_mean",
                                            trainable=False)
-        self.moving_variance = self.add_weight("moving_variance", shape,
-                                               self.moving_variance_initializer, trainable=False)
+        self.moving_variance = self.add_weight(shape, self.moving_variance_initializer,
+                                               name="moving_variance", trainable=False)
         if self.renorm:  # the stddevs start at the square root of the variance initializer's
             def stddev_init(shape, dtype=None):
                 return np.sqrt(ops.convert_to_numpy(self.moving_variance_initializer(shape,
                                                                                      dtype)))
 
-            self.moving_stddev = self.add_weight("moving_stddev", shape, stddev_init,
+            self.moving_stddev = self.add_weight(shape, stddev_init, name="moving_stddev",
                                                  trainable=False)
-            self.renorm_mean = self.add_weight("renorm_mean", shape,
-                                               self.moving_mean_initializer, trainable=False)
-            self.renorm_stddev = self.add_weight("renorm_stddev", shape, stddev_init,
+            self.renorm_mean = self.add_weight(shape, self.moving_mean_initializer,
+                                               name="renorm_mean", trainable=False)
+            self.renorm_stddev = self.add_weight(shape, stddev_init, name="renorm_stddev",
                                                  trainable=False)
         self.input_spec = InputSpec(ndim=len(input_shape), axes={self.axis: shape[0]})
 

@@ -43,6 +43,7 @@ class Functional(Model):
     """
 
     _keras_module = "keras.src.models.functional"
+    _layers_explicit = True  # `_layers`: the model's own list of its layers
 
     def __init__(self, inputs, outputs, name=None, trainable=True, **kwargs):
         Layer.__init__(self, name=name, trainable=trainable, **kwargs)

@@ -22,6 +22,7 @@ import numpy as np
 from kerasrs import autodiff, distribution, export as export_module, saving
 from kerasrs.layers import base as base_layer
 from kerasrs.layers.base import Layer
+from kerasrs.layers.node import _shape_of
 from kerasrs.models import functional_config
 from kerasrs.models import summary as summary_module
 from kerasrs.saving import weights_h5
@@ -114,7 +115,7 @@ class Model(trainer.Trainer, Layer):
         if type(self).build is Model.build:
             self.built = True  # the first call's shapes are kept for saving (as Keras)
             self._build_shapes = {"input_shape": summary_module.shape_to_list(
-                base_layer._shape_of(args[0]))}
+                _shape_of(args[0]))}
         else:
             Layer._build_from_call(self, args, kwargs)
 

@@ -30,6 +30,7 @@ class Sequential(Model):
     """
 
     _keras_module = "keras"
+    _layers_explicit = True  # `_layers`: the model's own list of its layers
 
     def __init__(self, layers=None, trainable=True, name=None, **kwargs):
         super().__init__(trainable=trainable, name=name, **kwargs)

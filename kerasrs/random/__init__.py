@@ -60,7 +60,12 @@ class SeedGenerator:
         return int(self.state.data[0])
 
     def next(self, ordered=True):
-        """The current ``[seed, counter]`` (a NumPy int64 array); advances the counter."""
+        """The current ``[seed, counter]`` (a NumPy int64 array); advances the counter. Inside
+        a `kerasrs.remat` recomputation: the state its forward run drew (no advance)."""
+        log = context.rng_log.get()
+        return self._advance() if log is None else log.draw(self._advance).copy()
+
+    def _advance(self):
         state = self.state.data.copy()
         self.state.data[1] += 1
         return state
@@ -82,11 +87,14 @@ def _host_rng(seed, who=None):
     if who is not None:
         for tracer in context.tracers.get():
             tracer.host_random(f"kerasrs.random.{who}")
-    if isinstance(seed, SeedGenerator):
+    log = context.rng_log.get()  # inside kerasrs.remat: seeds recorded, replayed on recompute
+    if isinstance(seed, SeedGenerator):  # (its `next` consults the log itself)
         return np.random.default_rng([int(v) for v in seed.next()])
     if seed is None:
         if _global[0] is None:
             _global[0] = np.random.default_rng(_backend._seed[0])
+        if log is not None:
+            return np.random.default_rng(log.draw(lambda: int(_global[0].integers(2 ** 63))))
         return _global[0]
     if isinstance(seed, (int, np.integer)):
         return np.random.default_rng(int(seed))

@@ -53,6 +53,11 @@ MODULES = {
                                  "kerasrs.ops.linalg"),
     "keras.src.backend.random": ("kerasrs.random", "the active backend's random module is "
                                  "kerasrs.random"),
+    "keras.src.backend.common.remat": ("kerasrs.layers.remat", "Keras's module of "
+                                       "RematScope, remat and get_current_remat_mode (public as "
+                                       "keras.RematScope, keras.remat) is kerasrs's module of "
+                                       "the same role; its layers call `remat` through it, so "
+                                       "a test's mock.patch of its `remat` reaches them"),
     "keras.src.ops.operation_utils": ("kerasrs.ops.operation_utils", "Keras's shape helpers "
                                       "(broadcast_shapes, reduce_shape...) are kerasrs's, which "
                                       "its symbolic ops use"),
@@ -87,6 +92,10 @@ GLUE = {
         "kerasrs tensors carry their mask in as well"),
     "keras.src.backend.common.masking.set_keras_mask": (
         _set_keras_mask, "Keras-internal setter of the same `_keras_mask` attribute"),
+    "keras.src.layers.rnn.dropout_rnn_cell.DropoutRNNCell": (
+        "kerasrs.layers.recurrent.dropout_cell.DropoutRNNCell", "Keras's mixin of per-sequence "
+        "dropout masks for recurrent cells has no public name (custom cells inherit it from "
+        "keras.src); kerasrs's mixin of the same role, which its own cells inherit"),
     "keras.src.models.functional.Functional": (
         "kerasrs.models.Functional", "Keras's functional-model class is internal (users get it "
         "from keras.Model(inputs, outputs)); kerasrs's class of the same role"),

@@ -241,7 +241,34 @@ _PROBES = frozenset({"pytest_plugins", "setup_module", "setUpModule", "teardown_
 
 
 class Facade(types.ModuleType):
-    """A Keras module whose attributes are looked up in kerasrs on first use (then cached)."""
+    """A Keras module whose attributes are looked up in kerasrs on first use (then cached).
+
+    The facade of a module the glue maps onto a kerasrs module (``keras_glue.MODULES``) stands
+    for that module: an attribute a test sets on it (``mock.patch``) is set on the kerasrs
+    module as well, so the kerasrs code that uses it sees the change, as Keras's code sees a
+    patch of its own module; deleting it (the patch's end) gives the kerasrs module back its
+    own value.
+    """
+
+    def __setattr__(self, name, value):
+        target = keras_glue.MODULES.get(self.__name__)
+        if target is not None and not name.startswith("__"):
+            module = importlib.import_module(target[0])
+            originals = self.__dict__.setdefault("_kerasrs_originals", {})
+            originals.setdefault(name, vars(module).get(name, _ABSENT))
+            setattr(module, name, value)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        originals = self.__dict__.get("_kerasrs_originals", {})
+        if name in originals:
+            module = importlib.import_module(keras_glue.MODULES[self.__name__][0])
+            original = originals.pop(name)
+            if original is _ABSENT:
+                delattr(module, name)
+            else:
+                setattr(module, name, original)
+        super().__delattr__(name)
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__") or name in _PROBES:
@@ -253,7 +280,7 @@ class Facade(types.ModuleType):
                 f"{self.__name__}.{name}", f"glue maps the module to {target[0]}")
         else:
             value = resolve(self.__name__, name)
-        setattr(self, name, value)
+        self.__dict__[name] = value  # a cache only: not `setattr`, which writes through
         return value
 
 

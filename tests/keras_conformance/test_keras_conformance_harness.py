@@ -172,3 +172,27 @@ def test_the_floor_is_reachable_and_names_known_folders():
             counts[key] = counts.get(key, 0) + 1
     for name, need in floor.items():
         assert 0 < need <= counts[name], name
+
+
+def test_a_patch_of_a_glued_module_reaches_the_kerasrs_module(fake_keras, monkeypatch):
+    """``mock.patch`` of an attribute of a module the glue maps onto a kerasrs module patches
+    the kerasrs module (whose code uses it), and its end puts the kerasrs value back."""
+    import types
+    from unittest import mock
+
+    target = types.ModuleType("kerasrs_glue_patch_target")
+    target.fn = original = object()
+    monkeypatch.setitem(sys.modules, target.__name__, target)
+    monkeypatch.setitem(keras_glue.MODULES, "keras.src.layers.core.patched",
+                        (target.__name__, "a test module"))
+    from keras.src.layers.core import patched
+
+    for touched_first in (False, True):
+        if touched_first:
+            assert patched.fn is original  # cached on the facade before the patch
+        with mock.patch("keras.src.layers.core.patched.fn", "replacement"):
+            assert target.fn == "replacement" and patched.fn == "replacement"
+        assert target.fn is original and patched.fn is original
+    with mock.patch("keras.src.layers.core.patched.added", 1, create=True):
+        assert target.added == 1
+    assert not hasattr(target, "added")

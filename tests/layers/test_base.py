@@ -20,9 +20,9 @@ class ScaleShift(layers.Layer):
         self.axis = axis
 
     def build(self, input_shape):
-        self.gamma = self.add_weight("gamma", (input_shape[-1],), "ones")
-        self.beta = self.add_weight("beta", (input_shape[-1],), "zeros")
-        self.count = self.add_weight("count", (), "zeros", trainable=False)
+        self.gamma = self.add_weight((input_shape[-1],), "ones", name="gamma")
+        self.beta = self.add_weight((input_shape[-1],), "zeros", name="beta")
+        self.count = self.add_weight((), "zeros", name="count", trainable=False)
 
     def call(self, inputs, training=None):
         self.seen_training = training

@@ -263,7 +263,7 @@ class ScaleBy(layers.Layer):
         self.factor = factor
 
     def build(self, input_shape):
-        self.offset = self.add_weight("offset", (input_shape[-1],), "ones")
+        self.offset = self.add_weight((input_shape[-1],), "ones", name="offset")
 
     def call(self, inputs):
         return inputs * self.factor + self.offset

@@ -49,8 +49,8 @@ class Attention(Layer):
 
     def build(self, input_shape):
         self._validate(input_shape)
-        self.scale = self.add_weight("scale", (), "ones") if self.use_scale else None
-        self.concat_score_weight = self.add_weight("concat_score_weight", (), "ones") \
+        self.scale = self.add_weight((), "ones", name="scale") if self.use_scale else None
+        self.concat_score_weight = self.add_weight((), "ones", name="concat_score_weight") \
             if self.score_mode == "concat" else None
 
     def _validate(self, inputs, mask=None):
@@ -162,7 +162,7 @@ class AdditiveAttention(Attention):
 
     def build(self, input_shape):
         self._validate(input_shape)
-        self.scale = self.add_weight("scale", (input_shape[0][-1],), "glorot_uniform") \
+        self.scale = self.add_weight((input_shape[0][-1],), "glorot_uniform", name="scale") \
             if self.use_scale else None
         self.concat_score_weight = None
 

@@ -222,10 +222,10 @@ class EinsumDense(KernelQuantization, Layer):
             if isinstance(init, initializers.VarianceScaling):
                 init = _FannedInitializer(init, int(np.prod([kernel_shape[i] for i in in_axes])),
                                           int(np.prod([kernel_shape[i] for i in out_axes])))
-            self._kernel = self.add_weight("kernel", self._kernel_shape, init,
+            self._kernel = self.add_weight(self._kernel_shape, init, name="kernel",
                                            regularizer=self.kernel_regularizer,
                                            constraint=self.kernel_constraint)
-        self.bias = self.add_weight("bias", bias_shape, self.bias_initializer,
+        self.bias = self.add_weight(bias_shape, self.bias_initializer, name="bias",
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if bias_shape else None
         n_bound = self._n_bound = len(in_axes)

@@ -72,9 +72,9 @@ class Normalization(Layer):
         self._build_input_shape = tuple(input_shape)
         if self.input_mean is None:
             shape = tuple(input_shape[a] for a in self._keep)
-            self.adapt_mean = self.add_weight("mean", shape, "zeros", trainable=False)
-            self.adapt_variance = self.add_weight("variance", shape, "ones", trainable=False)
-            self.count = self.add_weight("count", (), "zeros", dtype="int32", trainable=False)
+            self.adapt_mean = self.add_weight(shape, "zeros", name="mean", trainable=False)
+            self.adapt_variance = self.add_weight(shape, "ones", name="variance", trainable=False)
+            self.count = self.add_weight((), "zeros", name="count", dtype="int32", trainable=False)
 
     def adapt(self, data, steps=None):
         """Set ``mean`` and ``variance`` from ``data`` (an array, a `PyDataset` or an iterable

@@ -121,7 +121,12 @@ class RNN(Layer):
         output, final = run(sequences, states, mask, training)
         if self.stateful:
             self.states = [autodiff.Tensor(s.data.copy(), backend=s.backend) for s in final]
-        return (output,) + tuple(final) if self.return_state else output
+        return (output,) + tuple(self._nested(final)) if self.return_state else output
+
+    def _nested(self, flat):
+        """Returned states (or their shapes): grouped per cell for stacked cells."""
+        nest = getattr(self.cell, "nest_states", None)
+        return nest(flat) if nest is not None else flat
 
     def _initial_states(self, initial_state, batch):
         if initial_state is None:
@@ -133,8 +138,8 @@ class RNN(Layer):
                                  f"Received: inputs with batch size {batch}")
             states = self.states if carried else self.get_initial_state(batch)
         else:
-            states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
-                else [initial_state]
+            states = autodiff._flatten(list(initial_state)) if isinstance(
+                initial_state, (list, tuple)) else [initial_state]  # also grouped per cell
         if len(states) != len(self.state_size):
             raise ValueError(f"{self.name}: expected {len(self.state_size)} initial state(s) of "
                              f"sizes {self.state_size}. Received: {len(states)} state(s)")
@@ -225,7 +230,7 @@ class RNN(Layer):
         size = getattr(self.cell, "output_size", None) or self.state_size[0]
         out = (batch, steps, size) if self.return_sequences else (batch, size)
         if self.return_state:
-            return (out,) + tuple((batch, n) for n in self.state_size)
+            return (out,) + tuple(self._nested([(batch, n) for n in self.state_size]))
         return out
 
     def compute_mask(self, inputs, mask=None):

@@ -55,6 +55,8 @@ class Bidirectional(Layer):
             _copy(layer, f"backward_{base}", not layer.go_backwards)
         self._verify()
         for rnn in (self.forward_layer, self.backward_layer):
+            if hasattr(layer, "use_cudnn"):  # not in LSTM/GRU configs: copied as Keras does
+                rnn.use_cudnn = layer.use_cudnn
             if hasattr(rnn, "zero_output_for_mask"):
                 rnn.zero_output_for_mask = rnn.return_sequences
         self.merge_mode = merge_mode

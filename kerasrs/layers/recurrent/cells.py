@@ -17,16 +17,10 @@ one mask is shared by the gates (the expected value and the regularizing effect 
 import numpy as np
 
 from kerasrs import activations, initializers, ops, random
-from kerasrs.layers import core, serialization
+from kerasrs.layers import serialization
 from kerasrs.layers.base import Layer
 from kerasrs.layers.layer_config import get_regularizer, serialize_regularizer
-from kerasrs.ops.core import constant
-
-
-def dropout_mask(layer, like_shape, rate, dtype, be):
-    """A ``like_shape`` array of 0 and ``1 / (1 - rate)`` (keep probability ``1 - rate``), from
-    the layer's seed generator and Philox stream (`kerasrs.layers.core.dropout_mask`)."""
-    return core.dropout_mask(layer.seed_generator, like_shape, rate, dtype, be)
+from kerasrs.layers.recurrent.dropout_cell import DropoutRNNCell, dropout_mask  # noqa: F401
 
 
 def _check_rate(who, name, value):
@@ -48,7 +42,7 @@ class _ForgetBiasInitializer:
         return np.concatenate([np.asarray(p, dtype) for p in parts])
 
 
-class _Cell(Layer):
+class _Cell(Layer, DropoutRNNCell):
     """Common arguments, weights, dropout masks and config of the three built-in cells."""
 
     gates = 1
@@ -80,7 +74,6 @@ class _Cell(Layer):
         self.seed_generator = random.SeedGenerator(seed)
         self.state_size = self.units
         self.output_size = self.units
-        self._dropout_mask = self._recurrent_dropout_mask = None
 
     def build(self, input_shape):
         features = input_shape[-1]
@@ -88,13 +81,13 @@ class _Cell(Layer):
             raise ValueError(f"{self.name}: the last input axis (features) must be known. "
                              f"Received: input_shape={tuple(input_shape)}")
         g = self.gates * self.units
-        self.kernel = self.add_weight("kernel", (features, g), self.kernel_initializer,
+        self.kernel = self.add_weight((features, g), self.kernel_initializer, name="kernel",
                                       regularizer=self.kernel_regularizer,
                                       constraint=self.kernel_constraint)
         self.recurrent_kernel = self.add_weight(
-            "recurrent_kernel", (self.units, g), self.recurrent_initializer,
+            (self.units, g), self.recurrent_initializer, name="recurrent_kernel",
             regularizer=self.recurrent_regularizer, constraint=self.recurrent_constraint)
-        self.bias = self.add_weight("bias", self._bias_shape(), self._bias_init(),
+        self.bias = self.add_weight(self._bias_shape(), self._bias_init(), name="bias",
                                     regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
 
@@ -103,26 +96,6 @@ class _Cell(Layer):
 
     def _bias_init(self):
         return self.bias_initializer
-
-    def get_dropout_mask(self, inputs):
-        """The input dropout mask of this sequence (drawn on first use)."""
-        if self._dropout_mask is None and self.dropout > 0:
-            self._dropout_mask = constant(dropout_mask(
-                self, inputs.shape, self.dropout, inputs.dtype, inputs.backend), inputs.backend)
-        return self._dropout_mask
-
-    def get_recurrent_dropout_mask(self, h):
-        """The recurrent dropout mask of this sequence (drawn on first use)."""
-        if self._recurrent_dropout_mask is None and self.recurrent_dropout > 0:
-            self._recurrent_dropout_mask = constant(dropout_mask(
-                self, h.shape, self.recurrent_dropout, h.dtype, h.backend), h.backend)
-        return self._recurrent_dropout_mask
-
-    def reset_dropout_mask(self):
-        self._dropout_mask = None
-
-    def reset_recurrent_dropout_mask(self):
-        self._recurrent_dropout_mask = None
 
     def _dropped(self, inputs, h, training):
         """``inputs`` and ``h`` after this sequence's dropout masks (in training only)."""
@@ -286,7 +259,8 @@ class StackedRNNCells(Layer):
     Args:
         cells: list of cells. **kwargs: base `Layer` arguments.
 
-    The states are the cells' states in order, flattened into one list.
+    The states are the cells' states in order, flattened into one list; an RNN returns them
+    grouped per cell (`nest_states`), as Keras does.
     """
 
     def __init__(self, cells, **kwargs):
@@ -324,6 +298,16 @@ class StackedRNNCells(Layer):
 
     def get_initial_state(self, batch_size=None):
         return [ops.zeros((batch_size, n), dtype=self.compute_dtype) for n in self.state_size]
+
+    def nest_states(self, flat):
+        """The flat list of states (or of their shapes) grouped per cell: a list for a cell
+        whose ``state_size`` is a list (an LSTM cell's ``[h, c]``), else the one state."""
+        out, flat = [], list(flat)
+        for cell in self.cells:
+            n = len(_states_list(cell.state_size))
+            group, flat = flat[:n], flat[n:]
+            out.append(list(group) if isinstance(cell.state_size, (list, tuple)) else group[0])
+        return out
 
     def get_config(self):
         return {**super().get_config(),

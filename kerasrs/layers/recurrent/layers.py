@@ -38,10 +38,15 @@ class _CellLayer(RNN):
         super().__init__(cell, return_sequences=return_sequences, return_state=return_state,
                          go_backwards=go_backwards, stateful=stateful, unroll=unroll,
                          activity_regularizer=activity_regularizer, **base)
-        if use_cudnn not in ("auto", True, False):
+        if self.cell_class is cells.SimpleRNNCell:  # Keras's SimpleRNN has no `use_cudnn`
+            if use_cudnn != "auto":
+                raise TypeError(f"{self.name}: SimpleRNN has no `use_cudnn` argument (LSTM and "
+                                f"GRU do). Received: use_cudnn={use_cudnn!r}")
+        elif use_cudnn not in ("auto", True, False):
             raise ValueError(f"{self.name}: `use_cudnn` must be 'auto', True or False. "
                              f"Received: use_cudnn={use_cudnn!r}")
-        self.use_cudnn = use_cudnn
+        else:
+            self.use_cudnn = use_cudnn
         self.input_spec = InputSpec(ndim=3)
 
     def get_config(self):
