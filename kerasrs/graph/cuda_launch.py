@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from kerasrs import backend as backend_module
-from kerasrs.autodiff import Tensor
+from kerasrs.autodiff import Tensor, no_grad
 from kerasrs.graph import cuda_codegen
 
 ENV = "KERASRS_CUDA_GRAPH"
@@ -68,21 +68,19 @@ class CudaFusion:
     def empty(self, shape, dtype):
         return self.xp.empty(shape, dtype)
 
+    def constants(self, template):
+        """The plan's constant values with host arrays copied to the device (once, here: a
+        traced index array, such as the rows a loss picks, is a host constant in the graph)."""
+        return [self.xp.asarray(v) if isinstance(v, np.ndarray) else v for v in template]
+
     def fused_step(self, plan, group):
-        """The step that launches ``group``'s kernel: reads the non-inlined inputs (constants
-        uploaded once here), writes each output where ``plan.storage`` puts it."""
+        """The step that launches ``group``'s kernel: reads the inputs that are not inlined,
+        writes each output where ``plan.storage`` puts it."""
         xp, graph, types = self.xp, plan.graph, plan.types
         source, name, kinds = cuda_codegen.cuda_source(graph, group, types)
         k = kernel(xp, source, name)
         params = graph.parameter_ids()
-        readers, constants = [], {}
-        for j, kind in zip(group.inputs, kinds):
-            if kind == "weak":
-                continue
-            node = graph.nodes[j]
-            if node.op == "constant":  # baked into the plan once, on the device
-                constants[j] = xp.ascontiguousarray(xp.asarray(node.value, types[j].dtype))
-            readers.append(j)
+        readers = [j for j, kind in zip(group.inputs, kinds) if kind != "weak"]
         writers = []
         for i in group.outputs:
             where, array = plan.storage[i]
@@ -95,7 +93,7 @@ class CudaFusion:
         contiguous = xp.ascontiguousarray
 
         def step(values, fns):
-            args = [constants[j] if j in constants else contiguous(values[j]) for j in readers]
+            args = [contiguous(values[j]) for j in readers]
             for i, where, target, dtype in writers:
                 if where == "param":
                     out = values[target]
@@ -120,8 +118,14 @@ class CapturedPlan:
     """A `Plan` replayed as a CUDA graph after one warm-up step (see the module docstring).
     Everything but `run` is the plan's (``labels``, ``groups``, ``describe()``...).
 
+    Steps whose results live on the host (an optimizer's ``iterations`` counter is a host
+    variable, so that its step-size scalars need no device read) are no device work and a
+    graph would not repeat them: they run in Python before every launch, and their updates
+    are applied after it.
+
     Attributes:
-        captured: whether a graph is held now; ``launches``: graph launches so far.
+        captured: whether a graph is held now; ``launches``: graph launches so far;
+        ``failed``: a capture failed (the plan runs uncaptured).
     """
 
     warned = False  # one warning per process for a failed capture
@@ -148,7 +152,7 @@ class CapturedPlan:
             if self.failed or self.steps_run == 1:
                 return self.plan.run(feeds, bindings)
             try:
-                self._capture(feeds, bindings)
+                host = self._capture(feeds, bindings)
             except Exception as e:  # noqa: BLE001  (any capture failure falls back)
                 self.failed, self._graph = True, None
                 if not CapturedPlan.warned:
@@ -159,11 +163,14 @@ class CapturedPlan:
                 return self.plan.run(feeds, bindings)
         else:
             self._refill(feeds)
+            host = self._run_steps(self._host_steps, feeds, bindings)
         self._graph.launch(stream=self.xp.cuda.get_current_stream())
         self.launches += 1
+        for name, j in self._host_updates:
+            bindings[name].data[...] = host[j]
         outputs = {}
         for name, j in self.plan.graph.outputs.items():
-            value = self._values[j]
+            value = host[j] if j in self._host_ids else self._values[j]
             outputs[name] = _tensor(value.copy() if hasattr(value, "copy") else value)
         return outputs
 
@@ -180,27 +187,73 @@ class CapturedPlan:
             else:
                 buffer[...] = value
 
+    def _run_steps(self, steps, feeds, bindings, host_steps=None):
+        """`Plan.execute` over ``steps``; with ``host_steps`` (a list) the steps whose results
+        are all on the host are appended to it."""
+        plan, graph = self.plan, self.plan.graph
+        values = list(plan.template)
+        for name, i in graph.input_ids().items():
+            values[i] = feeds[name]
+        for name, i in graph.parameter_ids().items():
+            values[i] = bindings[name].data
+        fns = {}
+        with no_grad():
+            for step, drop in steps:
+                before = list(map(id, values)) if host_steps is not None else None
+                step(values, fns)
+                if host_steps is not None:
+                    made = [v for v, b in zip(values, before) if id(v) != b and v is not None]
+                    if made and all(map(_on_host, made)):
+                        host_steps.append((step, drop))
+                for j in drop:
+                    values[j] = None
+        return values
+
     def _capture(self, feeds, bindings):
-        """Capture `Plan.execute` and the updates on a side stream; the graph is launched by
-        `run` (capturing runs nothing)."""
-        xp, plan = self.xp, self.plan
-        self._inputs = {name: xp.empty(v.shape, v.dtype) for name, v in feeds.items()}
+        """Capture the plan's device work and its updates on a side stream (capturing runs
+        nothing on the device); returns the node values (the host ones are real)."""
+        xp, plan, graph = self.xp, self.plan, self.plan.graph
+        self._inputs = {name: xp.empty(v.shape, v.dtype) for name, v in feeds.items()
+                        if not _on_host(v)}
         self._refill(feeds)
+        fed = {**feeds, **self._inputs}
+        on_host = {name for name, v in bindings.items() if _on_host(v.data)}
+        # host variables are updated after each launch, not by the capture
+        device = {name: v if name not in on_host else _Scratch(v.data)
+                  for name, v in bindings.items()}
         pool, stream = xp.cuda.MemoryPool(), xp.cuda.Stream(non_blocking=True)
+        host_steps = []
         with xp.cuda.using_allocator(pool.malloc), stream:
             stream.begin_capture()
             try:
-                values = plan.execute(self._inputs, bindings)
-                plan._apply_updates(values, bindings)
+                values = self._run_steps(plan.steps, fed, bindings, host_steps)
+                plan._apply_updates(values, device)
             except BaseException:
                 try:  # leave the stream usable; the step's own error is the one to report
                     stream.end_capture()
                 except Exception:  # noqa: BLE001,S110
                     pass
                 raise
-            graph = stream.end_capture()
-        self._values, self._pool, self._graph = values, pool, graph
+            captured = stream.end_capture()
+        self._values, self._pool, self._graph = values, pool, captured
+        self._host_steps = host_steps
+        self._host_ids = {i for i, v in enumerate(values) if v is not None and _on_host(v)}
+        self._host_updates = [(name, j) for name, j in graph.updates.items() if name in on_host]
         self._bound = [v.data for v in bindings.values()]
+        return values
+
+
+class _Scratch:
+    """Where a capture writes a host variable's update (discarded: `run` applies it)."""
+
+    def __init__(self, data):
+        self.data = np.empty_like(data)
+
+
+def _on_host(value):
+    if isinstance(value, tuple):
+        return all(v is None or _on_host(v) for v in value)
+    return isinstance(value, (np.ndarray, np.generic, bool, int, float))
 
 
 def _tensor(value):

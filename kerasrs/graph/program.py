@@ -184,6 +184,8 @@ class Plan:
         self.last_read = self._last_reads()
         self.storage = self._storage()
         self.template = [n.value if n.op == "constant" else None for n in nodes]
+        if device is not None:  # array constants live where the step runs, copied once
+            self.template = device.constants(self.template)
         self.steps = self._steps()
         self.copy_outputs = {name: bool(self.roots[j] & self._live_state())
                              for name, j in graph.outputs.items()}
