@@ -16,9 +16,10 @@ its own memory (in place) when the plan says so; nothing is read back to the hos
 step's feeds into the captured input buffers and relaunches the graph on the current stream.
 Memory allocated while capturing comes from a pool of its own, kept with the graph, so nothing
 outside the graph reuses what the graph writes. If the parameters' arrays were replaced (for
-example by ``set_weights`` that allocates) the graph is dropped and captured again. A capture
-that fails (an op that reads from the host, an allocator that cannot capture) warns once and
-the plan runs uncaptured from then on.
+example by ``set_weights`` that allocates) the graph is dropped and captured again. A step
+with a random draw (dropout: its key is drawn on the host) is not captured, nor one whose
+capture fails (a copy between host and device, an allocator that cannot capture): one
+warning, and the plan runs uncaptured from then on.
 """
 
 import os
@@ -28,7 +29,8 @@ import numpy as np
 
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Tensor, no_grad
-from kerasrs.graph import cuda_codegen
+from kerasrs.graph import cuda_codegen, registry
+from kerasrs.graph.ir import STRUCTURAL
 
 ENV = "KERASRS_CUDA_GRAPH"
 _KERNELS = {}  # (array module, source) -> cupy.RawKernel
@@ -213,6 +215,11 @@ class CapturedPlan:
         """Capture the plan's device work and its updates on a side stream (capturing runs
         nothing on the device); returns the node values (the host ones are real)."""
         xp, plan, graph = self.xp, self.plan, self.plan.graph
+        for i, node in enumerate(graph.nodes):
+            if node.op not in STRUCTURAL and not registry.get(node.op).pure:
+                raise RuntimeError(f"%{i} = {node.op} draws random numbers (or has effects) "
+                                   "from host state each step; a CUDA graph would repeat what "
+                                   "it drew when captured")
         self._inputs = {name: xp.empty(v.shape, v.dtype) for name, v in feeds.items()
                         if not _on_host(v)}
         self._refill(feeds)

@@ -23,7 +23,7 @@ real graph; here each launch draws new ones.
 
 import numpy as np
 
-stats = {"graph_launches": 0}  # standin.py shares its own `stats` here
+stats = {"graph_launches": 0}  # since standin.reset_stats() (standin.capture_stats)
 _active = []  # the Recording in progress (at most one)
 
 

@@ -42,7 +42,6 @@ from kerasrs.backend import kernels
 
 HERE = pathlib.Path(__file__).resolve().parent
 stats = {"d2h": 0, "h2d": 0, "launches": 0}  # copies and kernel launches since reset_stats()
-stats["graph_launches"] = 0  # cuda.Graph launches (capture.py)
 launched = collections.Counter()  # RawKernel launches per kernel name since reset_stats()
 
 
@@ -50,6 +49,7 @@ def reset_stats():
     for k in stats:
         stats[k] = 0
     launched.clear()
+    _capture().stats["graph_launches"] = 0
 
 
 def _capture():
@@ -59,7 +59,6 @@ def _capture():
         spec = importlib.util.spec_from_file_location("standin_capture", HERE / "capture.py")
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        mod.stats = stats  # its graph launches are counted with the copies
         sys.modules["standin_capture"] = mod
     return mod
 
@@ -675,6 +674,7 @@ cuda.Device, cuda.Stream, cuda.Event = Device, Stream, Event
 cuda.get_current_stream, cuda.alloc_pinned_memory = get_current_stream, alloc_pinned_memory
 cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
 cuda.MemoryPool, cuda.Graph = _MemoryPool, _capture().Graph
+capture_stats = _capture().stats  # {"graph_launches": n} since reset_stats()
 cuda.using_allocator = lambda allocator=None: contextlib.nullcontext()
 
 

@@ -147,7 +147,7 @@ def test_cuda_graph_replay_equals_uncaptured_replay(cp):
     assert isinstance(captured, cuda_launch.CapturedPlan) and captured.captured
     assert captured.launches == 4  # step 1 warms up; step 2 is captured, then launched
     if hasattr(cp, "launched"):
-        assert cp.stats["graph_launches"] == 4
+        assert cp.capture_stats["graph_launches"] == 4
     np.testing.assert_array_equal(graph_losses, losses)
     for a, b in zip(graph_weights, weights):
         np.testing.assert_array_equal(a, b)
@@ -227,3 +227,35 @@ def test_groups_with_a_broadcast_input_run_unfused_on_cupy(cp):
         np.testing.assert_allclose(out["z"].numpy(), host["w"] * host["w"] + host["w"],
                                    rtol=1e-6)
     assert sys.modules["cupy"] is cp or not hasattr(cp, "launched")
+
+
+def test_a_step_reading_a_per_step_host_value_is_not_captured(cp, monkeypatch):
+    """Dropout's key is drawn on the host and passed to the kernel: a graph would repeat the
+    first mask, so the capture is refused (one warning naming the op) and the replay equals
+    the uncaptured one."""
+    monkeypatch.setattr(cuda_launch.CapturedPlan, "warned", False)
+    results = []
+    for cuda_graph in (False, True):
+        with backend_module.using("cupy") as be, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kerasrs.utils.set_random_seed(5)
+            model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(8),
+                                        layers.Dropout(0.5), layers.Dense(3)])
+            optimizer = optimizers.SGD(0.1)
+            loss = kerasrs.losses.SparseCategoricalCrossentropy(from_logits=True)
+            rng = np.random.default_rng(2)
+            xb = cp.asarray(rng.random((4, 6)).astype("float32"))
+            yb = cp.asarray(rng.integers(0, 3, 4))
+            program = graph.compile(graph.trace_train_step(model, optimizer, loss, (xb, yb)),
+                                    cuda_graph=cuda_graph)
+            losses = [float(program(x=xb, y=yb, **graph.hyper_feeds(optimizer, be))["loss"]
+                            .data) for _ in range(4)]
+            plan = program.plan_for(x=xb, y=yb, **graph.hyper_feeds(optimizer, be))
+        results.append((losses, [w.numpy() for w in model.weights]))
+    messages = [str(w.message) for w in caught if "CUDA graph" in str(w.message)]
+    assert len(messages) == 1 and "dropout_mask draws random numbers" in messages[0], messages
+    assert plan.failed and not plan.captured
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    assert len(set(results[0][0])) == 4  # new masks each step
+    for a, b in zip(results[1][1], results[0][1]):
+        np.testing.assert_array_equal(a, b)

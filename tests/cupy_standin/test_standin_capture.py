@@ -96,7 +96,7 @@ def test_capture_runs_nothing_and_a_launch_runs_it_again(cupy_standin):
     np.testing.assert_array_equal(b.get(), [4, 6, 8])  # from a as the launch found it
     np.testing.assert_allclose(y.get(), np.sqrt(np.full((5, 3), 2 * 0.5 + 2)))
     np.testing.assert_array_equal(x.get(), np.full((5, 3), 4.0))
-    assert cp.stats["graph_launches"] == 2
+    assert cp.capture_stats["graph_launches"] == 2
 
 
 @pytest.mark.parametrize("copy", ["get", "float", "set", "asarray"])
