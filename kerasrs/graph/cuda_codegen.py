@@ -4,9 +4,11 @@ The source is a self-contained ``extern "C" __global__`` kernel for ``cupy.RawKe
 grid-stride loop over the flattened elements, launched with ``(in_0.., out_0.., n)``. The member
 expressions are the same text as on the CPU: the preamble defines the functions the templates
 use (``maximum`` and ``minimum`` propagate NaN as NumPy's do) and ``float32(x)``/``float64(x)``
-as C casts. Only groups without broadcast inputs get a kernel here (the flat form). Nothing in
-this module imports CuPy: the backend compiles the source with `NVRTC_OPTIONS` (phase 2); the
-tests compile it with NVRTC, which needs no GPU.
+as C casts. Only groups without broadcast inputs get a kernel here (the flat form). Members are
+named by their place in the group, so equal chains (each parameter's optimizer update) are one
+source and one compiled kernel. Nothing in this module imports CuPy: `kerasrs.graph.cuda_launch`
+compiles the source with `NVRTC_OPTIONS` through ``cupy.RawKernel`` and launches it; the tests
+compile it with NVRTC, which needs no GPU, and run it on the CuPy stand-in.
 """
 
 import hashlib
