@@ -22,13 +22,14 @@ capture fails (a copy between host and device, an allocator that cannot capture)
 warning, and the plan runs uncaptured from then on.
 """
 
+import copy
 import os
 import warnings
 
 import numpy as np
 
 from kerasrs import backend as backend_module
-from kerasrs.autodiff import Tensor, no_grad
+from kerasrs.autodiff import Tensor
 from kerasrs.graph import cuda_codegen, registry
 from kerasrs.graph.ir import STRUCTURAL
 
@@ -192,24 +193,11 @@ class CapturedPlan:
     def _run_steps(self, steps, feeds, bindings, host_steps=None):
         """`Plan.execute` over ``steps``; with ``host_steps`` (a list) the steps whose results
         are all on the host are appended to it."""
-        plan, graph = self.plan, self.plan.graph
-        values = list(plan.template)
-        for name, i in graph.input_ids().items():
-            values[i] = feeds[name]
-        for name, i in graph.parameter_ids().items():
-            values[i] = bindings[name].data
-        fns = {}
-        with no_grad():
-            for step, drop in steps:
-                before = list(map(id, values)) if host_steps is not None else None
-                step(values, fns)
-                if host_steps is not None:
-                    made = [v for v, b in zip(values, before) if id(v) != b and v is not None]
-                    if made and all(map(_on_host, made)):
-                        host_steps.append((step, drop))
-                for j in drop:
-                    values[j] = None
-        return values
+        if host_steps is not None:
+            steps = [(_watch(step, drop, host_steps), drop) for step, drop in steps]
+        plan = copy.copy(self.plan)
+        plan.steps = steps
+        return plan.execute(feeds, bindings)
 
     def _capture(self, feeds, bindings):
         """Capture the plan's device work and its updates on a side stream (capturing runs
@@ -248,6 +236,17 @@ class CapturedPlan:
         self._host_updates = [(name, j) for name, j in graph.updates.items() if name in on_host]
         self._bound = [v.data for v in bindings.values()]
         return values
+
+
+def _watch(step, drop, host_steps):
+    """``step`` noting itself in ``host_steps`` when all the values it makes are on the host."""
+    def run(values, fns):
+        before = list(map(id, values))
+        step(values, fns)
+        made = [v for v, b in zip(values, before) if id(v) != b and v is not None]
+        if made and all(map(_on_host, made)):
+            host_steps.append((step, drop))
+    return run
 
 
 class _Scratch:

@@ -146,11 +146,11 @@ class Program:
         graph = self.graph
         declared = all(arrays[n].shape == graph.nodes[i].type.shape
                        for n, i in graph.input_ids().items())
-        types = [n.type for n in graph.nodes] if declared else \
-            Plan(graph, None, False).types_for(arrays, graph.bindings)
         be = backend_module.backend_of(next(iter(arrays.values()))) if arrays else \
             backend_module.get()
         device = cuda_launch.device_for(be)
+        types = [n.type for n in graph.nodes] if declared else \
+            Plan(graph, None, False, device).types_for(arrays, graph.bindings)
         plan = Plan(graph, types, self.fuse and be.name in ("numpy", "cupy"), device)
         return cuda_launch.CapturedPlan(plan, be.xp) if device and self.cuda_graph else plan
 

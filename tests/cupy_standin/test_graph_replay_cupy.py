@@ -4,7 +4,6 @@ RawKernels, a step reads nothing back from the device, and a CUDA-graph replay e
 uncaptured one. On the CuPy stand-in in the CPU run; the ``cupy`` cases (``gpu``) run the same
 on a real device (``pytest -m gpu --gpu``)."""
 
-import importlib.util
 import pathlib
 import sys
 import warnings
@@ -14,19 +13,13 @@ import pytest
 
 import kerasrs
 from kerasrs import backend as backend_module
-from kerasrs import graph, layers, optimizers
+from kerasrs import graph, layers, ops, optimizers
 from kerasrs.graph import cuda_launch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import models as benchmark_models  # noqa: E402
 STEPS, BATCH, EPOCHS = 2, 2, 2  # steps per epoch
-
-
-def _benchmark_models():
-    spec = importlib.util.spec_from_file_location("benchmark_models",
-                                                  ROOT / "benchmarks" / "models.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(params=["standin", pytest.param("cupy", marks=pytest.mark.gpu)])
@@ -62,13 +55,13 @@ class _Reads(kerasrs.callbacks.Callback):
         self.reads.append(self.stats["d2h"] - self.start)
 
 
-def _fit(models, name, x, y, backend, jit_compile, cp=None):
+def _fit(name, x, y, backend, jit_compile, cp=None):
     """``(losses, weights, device-to-host copies per epoch or None, fused groups)`` of two
     epochs."""
     stats = getattr(cp, "stats", None)
     with backend_module.using(backend):
         kerasrs.utils.set_random_seed(0)
-        model, loss = models.kerasrs_network(name)
+        model, loss = benchmark_models.kerasrs_network(name)
         model.compile(optimizer="adam", loss=loss, jit_compile=jit_compile)
         counter = None if stats is None else _Reads(stats)
         history = model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=False, verbose=0,
@@ -83,9 +76,9 @@ def _fit(models, name, x, y, backend, jit_compile, cp=None):
         return history.history["loss"], weights, reads, groups
 
 
-def _data(models, name):
+def _data(name):
     rng = np.random.default_rng(0)
-    x = rng.random((STEPS * BATCH, *models.INPUT_SHAPES[name])).astype("float32")
+    x = rng.random((STEPS * BATCH, *benchmark_models.INPUT_SHAPES[name])).astype("float32")
     return x, rng.integers(0, 10, STEPS * BATCH)
 
 
@@ -97,10 +90,9 @@ def _fused_launches(cp):
 
 @pytest.mark.parametrize("name", ["mlp", "cnn", "lstm", "transformer"])
 def test_replayed_fit_equals_eager_numpy(cp, name):
-    models = _benchmark_models()
-    x, y = _data(models, name)
-    losses, weights, reads, groups = _fit(models, name, x, y, "cupy", True, cp)
-    want_losses, want_weights, _, _ = _fit(models, name, x, y, "numpy", False)
+    x, y = _data(name)
+    losses, weights, reads, groups = _fit(name, x, y, "cupy", True, cp)
+    want_losses, want_weights, _, _ = _fit(name, x, y, "numpy", False)
     np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
     for got, want in zip(weights, want_weights):  # atol: see test_benchmark_models_gpu.py
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -259,3 +251,19 @@ def test_a_step_reading_a_per_step_host_value_is_not_captured(cp, monkeypatch):
     assert len(set(results[0][0])) == 4  # new masks each step
     for a, b in zip(results[1][1], results[0][1]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_another_batch_size_is_planned_with_device_constants(cp):
+    """A batch of another size is planned after one untyped run: that run too holds the
+    graph's array constants on the device."""
+    scale = np.array([1.0, 2.0, 3.0], "float32")
+
+    def step(x):
+        return ops.sqrt(x * graph.constant(scale) + 1.0)
+
+    with backend_module.using("cupy"):
+        g = graph.trace(step, x=cp.asarray(np.ones((4, 3), "float32")))
+        program = graph.compile(g)
+        x = np.arange(6, dtype="float32").reshape(2, 3)
+        out = program(x=cp.asarray(x))["output"]
+    np.testing.assert_allclose(out.numpy(), np.sqrt(x * scale + 1), rtol=1e-6)
