@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One prepared run for a lent GPU machine (CuPy 14 for CUDA 13, PyTorch, h5py, tqdm, ml_dtypes,
-# pytest; it installs nothing): the gpu tests with --gpu (a skip is a failure), then the kernel
-# and training benchmarks. About 5 minutes; each part has its own time limit so the whole stays
-# under 8. Usage: bash benchmarks/gpu_check.sh   (PYTHON=... to pick the interpreter)
+# pytest; it installs nothing): the gpu tests with --gpu (a skip is a failure), then the kernel,
+# training and graph-replay benchmarks. About 5 minutes; each part has its own time limit
+# (240 + 75 + 90 + 60 s, plus collection) so the whole stays under 8.
+# Usage: bash benchmarks/gpu_check.sh   (PYTHON=... to pick the interpreter)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -21,12 +22,14 @@ done
 [ ${#ignore[@]} -gt 0 ] && echo "not collectable here, left out: ${ignore[*]}"
 
 echo "== pytest -m gpu --gpu"
-timeout 300 "$PY" -m pytest -q -m gpu --gpu -p no:cacheprovider ${ignore[@]+"${ignore[@]}"} tests 2>&1 | tail -40
+timeout 240 "$PY" -m pytest -q -m gpu --gpu -p no:cacheprovider ${ignore[@]+"${ignore[@]}"} tests 2>&1 | tail -40
 tests_rc=${PIPESTATUS[0]}
 
 echo "== fused kernels vs their CuPy compositions"
 timeout 75 "$PY" benchmarks/gpu_kernels.py --repeat 20
 echo "== training steps vs PyTorch eager on the same GPU"
 timeout 90 "$PY" benchmarks/gpu_train.py --samples 7680 --rounds 2
+echo "== graph replay (fused RawKernels) and its CUDA-graph capture vs eager, CuPy backend"
+timeout 60 "$PY" benchmarks/gpu_replay.py --models mlp lstm --steps 20 --rounds 3
 echo "pytest exit code: $tests_rc"
 exit "$tests_rc"

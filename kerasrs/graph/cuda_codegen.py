@@ -4,12 +4,15 @@ The source is a self-contained ``extern "C" __global__`` kernel for ``cupy.RawKe
 grid-stride loop over the flattened elements, launched with ``(in_0.., out_0.., n)``. The member
 expressions are the same text as on the CPU: the preamble defines the functions the templates
 use (``maximum`` and ``minimum`` propagate NaN as NumPy's do) and ``float32(x)``/``float64(x)``
-as C casts. Only groups without broadcast inputs get a kernel here (the flat form). Nothing in
-this module imports CuPy: the backend compiles the source with `NVRTC_OPTIONS` (phase 2); the
-tests compile it with NVRTC, which needs no GPU.
+as C casts. Only groups without broadcast inputs get a kernel here (the flat form). Members are
+named by their place in the group, so equal chains (each parameter's optimizer update) are one
+source and one compiled kernel. Nothing in this module imports CuPy: `kerasrs.graph.cuda_launch`
+compiles the source with `NVRTC_OPTIONS` through ``cupy.RawKernel`` and launches it; the tests
+compile it with NVRTC, which needs no GPU, and run it on the CuPy stand-in.
 """
 
 import hashlib
+import re
 
 from kerasrs.graph import fusion
 
@@ -52,10 +55,14 @@ def cuda_source(graph, group, types):
         reads.append(f"const {C_TYPES[types[j].dtype]} a{k} = in_{k}[{index}];")
     params += [f"{C_TYPES[types[i].dtype]}* out_{k}" for k, i in enumerate(group.outputs)]
     body = list(reads)
+    # members are named by their place in the group, not their node id, so that equal chains
+    # (every Adam update of a model) are one source: one kernel, compiled once
+    local = {f"t{i}": f"t{k}" for k, i in enumerate(group.members)}
+    rename = lambda text: re.sub(r"\bt\d+\b", lambda m: local[m.group(0)], text)
     for i, expression in fusion.member_expressions(graph, group, types, spelled.__getitem__,
                                                    lambda dtype, text: f"{dtype}({text})"):
-        body.append(f"const {C_TYPES[types[i].dtype]} t{i} = {expression};")
-    body += [f"out_{k}[i] = t{i};" for k, i in enumerate(group.outputs)]
+        body.append(f"const {C_TYPES[types[i].dtype]} {local[f't{i}']} = {rename(expression)};")
+    body += [f"out_{k}[i] = {local[f't{i}']};" for k, i in enumerate(group.outputs)]
     digest = hashlib.sha1("\n".join(params + body).encode()).hexdigest()[:12]
     name = f"kerasrs_fused_{digest}"
     lines = [f'extern "C" __global__ void {name}({", ".join(params + ["long long n"])}) {{',

@@ -15,7 +15,8 @@ members in order, each cast to its dtype as NumPy's result would be, and writes 
 All reads of an element happen before its writes, so an output may be the memory of an input
 (an in-place parameter update). Two loop forms: *flat* when every array input has the group's
 shape, *nd* when some input is broadcast (a bias); one-element inputs are read once.
-`kerasrs.graph.cuda_codegen` writes the same group as CUDA source.
+`kerasrs.graph.cuda_codegen` writes the same group as CUDA source, which
+`kerasrs.graph.cuda_launch` launches on the CuPy backend.
 """
 
 import dataclasses

@@ -13,29 +13,36 @@ plan is made on the first run with those shapes: a list of steps in graph order,
 - each value is dropped after its last use.
 
 At the end of a run the remaining updates are copied into their variables (all of them read
-the old values: updates apply together). Fusion runs on the NumPy backend; on CuPy the steps
-run unfused (the CUDA source exists, `kerasrs.graph.cuda_codegen`; launching it is phase 2).
+the old values: updates apply together). On the NumPy backend fused groups run as numba
+kernels; on CuPy (`kerasrs.graph.cuda_launch`) groups without a broadcast input launch their
+generated CUDA kernel (`kerasrs.graph.cuda_codegen`) through ``cupy.RawKernel``, the others run
+unfused, buffers are device memory, and the step can be captured once and relaunched as a CUDA
+graph (``cuda_graph=True``).
 """
 
 import numpy as np
 
 from kerasrs import backend as backend_module
 from kerasrs.autodiff import Tensor, no_grad, sum_to
-from kerasrs.graph import backward, fusion, passes, registry
+from kerasrs.graph import backward, cuda_launch, fusion, passes, registry
 from kerasrs.graph.ir import FUNCTION_USERS, STRUCTURAL, type_of
 
 END = float("inf")  # the position of reads after the last step (outputs, updates)
 
 
-def compile(graph, fuse=True, optimize=True):  # noqa: A001  (Keras's name for it)
+def compile(graph, fuse=True, optimize=True, cuda_graph=None):  # noqa: A001  (Keras's name)
     """A `Program` running ``graph``.
 
     Args:
         graph: a `Graph`; its ``gradient`` nodes are differentiated first
             (`kerasrs.graph.differentiate`).
-        fuse: fuse elementwise chains into generated kernels (NumPy backend).
+        fuse: fuse elementwise chains into generated kernels (numba on NumPy, RawKernels
+            on CuPy).
         optimize: run `kerasrs.graph.passes.optimize` (folding, simplification, CSE, dead
             nodes) first.
+        cuda_graph: on CuPy, capture the step as a CUDA graph after one warm-up step and
+            relaunch it (`kerasrs.graph.cuda_launch.CapturedPlan`); None reads the
+            ``KERASRS_CUDA_GRAPH`` environment variable ("1": on). Ignored on NumPy.
 
     Returns:
         A `Program`.
@@ -48,7 +55,7 @@ def compile(graph, fuse=True, optimize=True):  # noqa: A001  (Keras's name for i
         graph = backward.differentiate(graph)
     if optimize:
         graph = passes.optimize(graph)
-    return Program(graph, fuse)
+    return Program(graph, fuse, cuda_graph)
 
 
 def run(graph, **feeds):
@@ -67,7 +74,7 @@ class Program:
         graph: the graph it runs (after differentiation and passes).
     """
 
-    def __init__(self, graph, fuse=True):
+    def __init__(self, graph, fuse=True, cuda_graph=None):
         for i, node in enumerate(graph.nodes):
             if node.op == "assert_computed":
                 raise RuntimeError(
@@ -86,6 +93,7 @@ class Program:
                              "graph with kerasrs.graph.load(directory).")
         self.graph = graph
         self.fuse = fuse
+        self.cuda_graph = cuda_launch.cuda_graph_requested(cuda_graph)
         self._plans = {}
 
     def __call__(self, **feeds):
@@ -138,11 +146,13 @@ class Program:
         graph = self.graph
         declared = all(arrays[n].shape == graph.nodes[i].type.shape
                        for n, i in graph.input_ids().items())
-        types = [n.type for n in graph.nodes] if declared else \
-            Plan(graph, None, False).types_for(arrays, graph.bindings)
         be = backend_module.backend_of(next(iter(arrays.values()))) if arrays else \
             backend_module.get()
-        return Plan(graph, types, self.fuse and be.name == "numpy")
+        device = cuda_launch.device_for(be)
+        types = [n.type for n in graph.nodes] if declared else \
+            Plan(graph, None, False, device).types_for(arrays, graph.bindings)
+        plan = Plan(graph, types, self.fuse and be.name in ("numpy", "cupy"), device)
+        return cuda_launch.CapturedPlan(plan, be.xp) if device and self.cuda_graph else plan
 
 
 class Plan:
@@ -154,10 +164,12 @@ class Plan:
         types: per node, its type for this signature (None: unknown, then nothing is fused,
             no value is dropped and gradients fit the shapes seen at run time).
         fuse: whether to fuse elementwise groups.
+        device: None (NumPy: numba kernels, host buffers) or the `cuda_launch.CudaFusion`
+            that keeps, allocates and launches the groups on CuPy.
     """
 
-    def __init__(self, graph, types, fuse):
-        self.graph, self.types = graph, types
+    def __init__(self, graph, types, fuse, device=None):
+        self.graph, self.types, self.device = graph, types, device
         nodes = graph.nodes
         self.fn_users = {}  # op node id -> ids of the vjp/saved nodes that use its Function
         for i, node in enumerate(nodes):
@@ -172,6 +184,8 @@ class Plan:
         self.last_read = self._last_reads()
         self.storage = self._storage()
         self.template = [n.value if n.op == "constant" else None for n in nodes]
+        if device is not None:  # array constants live where the step runs, copied once
+            self.template = device.constants(self.template)
         self.steps = self._steps()
         self.copy_outputs = {name: bool(self.roots[j] & self._live_state())
                              for name, j in graph.outputs.items()}
@@ -186,7 +200,8 @@ class Plan:
             definition = registry.get(node.op)
             if fusion.fusible(i, node, types, definition, i in self.fn_users):
                 candidates.add(i)
-        return fusion.groups(graph, types, candidates, graph.roots())
+        groups = fusion.groups(graph, types, candidates, graph.roots())
+        return groups if self.device is None else self.device.keep(graph, groups, types)
 
     def reads(self, i):
         """The ids whose values the step of node ``i`` reads (a vjp also reads what its
@@ -265,7 +280,8 @@ class Plan:
                 else:
                     key = (types[i].dtype, types[i].shape)
                     free = pool.get(key)
-                    array = free.pop() if free else np.empty(types[i].shape, types[i].dtype)
+                    array = free.pop() if free else (self.device or np).empty(
+                        types[i].shape, types[i].dtype)
                     storage[i] = ("buffer", array)
                     busy.append((self.last_read.get(i, END), key, array))
         return storage
@@ -288,7 +304,8 @@ class Plan:
             group = members.get(i)
             if group is not None:
                 if i == group.members[-1]:
-                    steps.append((self._fused_step(group), drop.get(i, ())))
+                    steps.append((self.device.fused_step(self, group) if self.device else
+                                  self._fused_step(group), drop.get(i, ())))
                     self.labels.append(f"fused {len(group.members)} ops")
                 continue
             make = _STEPS.get(node.op, Plan._op_step)

@@ -262,11 +262,16 @@ class JitSteps:
 
     # -- host bookkeeping ----------------------------------------------------------------------
     def _feeds(self, x, y, sample_weight):
-        """``{input name: array}`` of the batch's leaves (``x/0``, ``y/0``, ...)."""
+        """``{input name: array}`` of the batch's leaves (``x/0``, ``y/0``, ...). On a device
+        backend host leaves are copied to it: the traced step got them there (ops that copy a
+        host argument over, such as sparse labels, do it outside the graph's nodes)."""
         feeds = {}
+        be = backend_module.get()
         for role, struct in (("x", x), ("y", y), ("sample_weight", sample_weight)):
             for i, leaf in enumerate(autodiff._flatten(struct)):
                 if leaf is not None:
+                    if be.name != "numpy" and isinstance(leaf, np.ndarray):
+                        leaf = be.asarray(leaf)
                     feeds[f"{role}/{i}"] = leaf
         return feeds
 

@@ -22,7 +22,8 @@ def test_on_device(backend):
 def _run(tmp_path, *flags):
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
     (tmp_path / "cupy_standin").mkdir(exist_ok=True)  # the conftest's "standin" backend case
-    shutil.copy(CONFTEST.parent / "cupy_standin" / "standin.py", tmp_path / "cupy_standin")
+    for name in ("standin.py", "capture.py"):  # capture.py: its stream capture
+        shutil.copy(CONFTEST.parent / "cupy_standin" / name, tmp_path / "cupy_standin")
     (tmp_path / "test_probe.py").write_text(TEST)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: needs a GPU\n")
     root = pathlib.Path(kerasrs.__file__).resolve().parents[1]

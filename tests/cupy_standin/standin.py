@@ -16,13 +16,17 @@ a user's import path. What it keeps of a GPU:
   limits and each argument against the kernel's C++ signature (count, scalar type, device
   array, C-contiguity).
 * `ElementwiseKernel` compiles its C++ body with g++ too (``T``-typed parameters only).
+* ``RawKernel(code, name, options=...)`` (a kernel from source, as kerasrs.graph generates) is
+  built like a `RawModule` of one kernel; `launched` counts the launches per kernel name.
 * Streams, events, pinned memory and ``cuda.Device`` exist and do nothing: everything runs in
-  order on the CPU.
+  order on the CPU. Stream capture (``begin_capture``/``end_capture`` -> ``cuda.Graph``)
+  records the device operations and replays them on ``launch()`` (capture.py).
 
 Random numbers come from NumPy's PCG64 on a seed different from NumPy's, as CuPy's generator
 gives other numbers than NumPy's for the same seed.
 """
 
+import collections
 import contextlib
 import ctypes
 import hashlib
@@ -38,11 +42,25 @@ from kerasrs.backend import kernels
 
 HERE = pathlib.Path(__file__).resolve().parent
 stats = {"d2h": 0, "h2d": 0, "launches": 0}  # copies and kernel launches since reset_stats()
+launched = collections.Counter()  # RawKernel launches per kernel name since reset_stats()
 
 
 def reset_stats():
     for k in stats:
         stats[k] = 0
+    launched.clear()
+    _capture().stats["graph_launches"] = 0
+
+
+def _capture():
+    """capture.py (stream capture and graphs), imported once as ``standin_capture``."""
+    mod = sys.modules.get("standin_capture")
+    if mod is None:
+        spec = importlib.util.spec_from_file_location("standin_capture", HERE / "capture.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules["standin_capture"] = mod
+    return mod
 
 
 def _cpu_cuda():
@@ -114,7 +132,7 @@ def _wrap(r, keep):
 def _call(fn, name, args, kwargs, first_is_array=True, keep=None):
     keep = {} if keep is None else keep
     args, kwargs = _unwrap_call(name, args, kwargs, keep, first_is_array)
-    return _wrap(fn(*args, **kwargs), keep)
+    return _wrap(_capture().call(fn, args, kwargs), keep)
 
 
 def _device_function(fn, name):
@@ -200,6 +218,7 @@ class ndarray:
     # -- explicit copies (counted) ---------------------------------------------------------
     def get(self, stream=None, order="C", out=None, blocking=True):
         """A host copy (device to host)."""
+        _capture().forbid("a device-to-host copy")
         stats["d2h"] += 1
         if out is not None:
             out[...] = self._a
@@ -213,10 +232,12 @@ class ndarray:
         if arr.shape != self.shape or arr.dtype != self.dtype:
             raise ValueError(f"ndarray.set: shape/dtype {arr.shape} {arr.dtype} differ from the "
                              f"array's {self.shape} {self.dtype}")
+        _capture().forbid("a host-to-device copy")
         stats["h2d"] += 1
         self._a[...] = arr
 
     def _d2h(self):
+        _capture().forbid("a device-to-host copy")
         stats["d2h"] += 1
         return self._a
 
@@ -260,19 +281,22 @@ class ndarray:
         return (self[i] for i in range(len(self)))
 
     def __getitem__(self, key):
-        return _wrap(self._a[self._key(key)], {id(self._a): self})
+        return _wrap(_capture().call(operator.getitem, (self._a, self._key(key)), {}),
+                     {id(self._a): self})
 
     def __setitem__(self, key, value):
         if isinstance(value, np.ndarray):  # CuPy copies a host value over
+            _capture().forbid("a host-to-device copy")
             stats["h2d"] += 1
         else:
             value = _unwrap(value, "cupy.ndarray.__setitem__", {})
-        self._a[self._key(key)] = value
+        _capture().call(operator.setitem, (self._a, self._key(key), value), {})
 
     @staticmethod
     def _key(key):
         keys = key if type(key) is tuple else (key,)
         if any(isinstance(k, np.ndarray) for k in keys):
+            _capture().forbid("a host-to-device copy")
             stats["h2d"] += 1  # CuPy copies a host index array to the device
         keys = tuple(k._a if isinstance(k, ndarray) else k for k in keys)
         return keys if type(key) is tuple else keys[0]
@@ -291,7 +315,8 @@ def _binary(op, reflected=False):
     def f(self, other):
         keep = {id(self._a): self}
         other = _unwrap(other, f"cupy.ndarray.{op.__name__}", keep)
-        return _wrap(op(other, self._a) if reflected else op(self._a, other), keep)
+        args = (other, self._a) if reflected else (self._a, other)
+        return _wrap(_capture().call(op, args, {}), keep)
     return f
 
 
@@ -305,8 +330,8 @@ for _name in ("lt", "le", "eq", "ne", "gt", "ge"):
     setattr(ndarray, f"__{_name}__", _binary(getattr(operator, _name)))
 for _name in ("neg", "pos", "abs", "invert"):
     setattr(ndarray, f"__{_name}__",
-            (lambda op: lambda self: ndarray._of(np.asarray(op(self._a))))(getattr(operator,
-                                                                                  _name)))
+            (lambda op: lambda self: ndarray._of(np.asarray(_capture().call(op, (self._a,), {}))))(
+                getattr(operator, _name)))
 
 
 def _garbage(a):
@@ -323,13 +348,15 @@ def asarray(a, dtype=None, order=None, blocking=False):
     array, list or scalar is copied to the device."""
     if isinstance(a, ndarray):
         return a if dtype is None or np.dtype(dtype) == a.dtype else \
-            ndarray._of(a._a.astype(dtype))
+            ndarray._of(_capture().call(np.asarray, (a._a, dtype), {}))
     return array(a, dtype=dtype, order=order or "K")
 
 
 def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=False):
     if isinstance(obj, ndarray):
-        return ndarray._of(np.array(obj._a, dtype=dtype, order=order, ndmin=ndmin))
+        return ndarray._of(_capture().call(np.array, (obj._a,), dict(dtype=dtype, order=order,
+                                                                      ndmin=ndmin)))
+    _capture().forbid("a host-to-device copy")
     host = np.array(_unwrap(obj, "cupy.array", {}) if type(obj) in (list, tuple) else obj,
                     dtype=dtype, order=order, ndmin=ndmin)
     if isinstance(obj, np.ndarray):
@@ -389,9 +416,22 @@ def _dims(what, dims, limits):
 
 
 class RawKernel:
-    """One kernel of a `RawModule`: ``kernel(grid, block, args, shared_mem=0, stream=None)``."""
+    """One kernel of a `RawModule`, or ``cupy.RawKernel(code, name, options=...)`` (built as a
+    module of that one kernel): ``kernel(grid, block, args, shared_mem=0, stream=None)``."""
 
-    def __init__(self, function):
+    def __init__(self, code, name=None, options=(), backend="nvrtc", translate_cucomplex=False,
+                 *, enable_cooperative_groups=False, jitify=False):
+        if name is None and not isinstance(code, str):  # RawModule.get_function's
+            function = code
+        else:
+            if not isinstance(code, str) or not isinstance(name, str):
+                raise TypeError(f"RawKernel(code, name): code and name are str. Received "
+                                f"{type(code).__name__}, {type(name).__name__}")
+            if not isinstance(options, tuple) or not all(isinstance(o, str) for o in options):
+                raise TypeError(f"RawKernel: options must be a tuple of str. Received "
+                                f"{options!r}")
+            function = RawModule(code=code, options=options,
+                                 name_expressions=[name])._module.get_function(name)
         self._function = function
         self.name = function.expr
 
@@ -410,8 +450,9 @@ class RawKernel:
             if isinstance(a, np.ndarray):
                 raise _host_error(f"{self.name}: argument {i}")
             host.append(a._a if isinstance(a, ndarray) else a)
-        self._function(grid, block, tuple(host))
+        _capture().call(self._function, (grid, block, tuple(host)), {})
         stats["launches"] += 1
+        launched[self.name] += 1
 
 
 class RawModule:
@@ -495,10 +536,8 @@ class ElementwiseKernel:
         dtype = dtypes.pop()
         if dtype not in _CTYPES:
             raise TypeError(f"{self.name}: dtype {dtype} not supported by the stand-in")
-        ins = np.broadcast_arrays(*[a._a if isinstance(a, ndarray) else np.asarray(a, dtype)
-                                    for a in args[:n_in]])
-        ins = [np.ascontiguousarray(a, dtype) for a in ins]
-        shape = ins[0].shape
+        raw = [a._a if isinstance(a, ndarray) else np.asarray(a, dtype) for a in args[:n_in]]
+        shape = np.broadcast_shapes(*(a.shape for a in raw))
         if len(args) > n_in:
             outs = list(args[n_in:])
             for o in outs:
@@ -508,11 +547,15 @@ class ElementwiseKernel:
                                      f"device array of shape {shape}")
         else:
             outs = [empty(shape, dtype) for _ in self.out_names]
-        ptr = lambda a: ctypes.c_void_p(a.ctypes.data)
         stats["launches"] += 1
-        self._lib(dtype).kr_elementwise(ctypes.c_longlong(int(np.prod(shape))),
-                                        *map(ptr, ins), *(ptr(o._a) for o in outs))
+        _capture().call(self._launch, (dtype, raw, [o._a for o in outs]), {})
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _launch(self, dtype, raw, outs):
+        ins = [np.ascontiguousarray(a, dtype) for a in np.broadcast_arrays(*raw)]
+        ptr = lambda a: ctypes.c_void_p(a.ctypes.data)
+        self._lib(dtype).kr_elementwise(ctypes.c_longlong(int(np.prod(ins[0].shape))),
+                                        *map(ptr, ins), *map(ptr, outs))
 
 
 # -- cupy.cuda: device, streams, events, pinned memory -----------------------------------------
@@ -545,6 +588,16 @@ class Stream:
 
     def synchronize(self):
         pass
+
+    def begin_capture(self, mode=None):
+        """Record what runs from now (capture.py); ``end_capture`` gives the ``Graph``."""
+        _capture().begin()
+
+    def end_capture(self):
+        return _capture().end()
+
+    def is_capturing(self):
+        return _capture().capturing()
 
     def use(self):
         _current_stream[-1] = self
@@ -592,6 +645,9 @@ def alloc_pinned_memory(size):
 
 
 class _MemoryPool:
+    def malloc(self, size):
+        raise NotImplementedError("the stand-in allocates with NumPy; the pool only counts")
+
     def free_all_blocks(self, stream=None):
         pass
 
@@ -617,6 +673,9 @@ cuda = types.ModuleType("cupy.cuda", "The stand-in's cupy.cuda.")
 cuda.Device, cuda.Stream, cuda.Event = Device, Stream, Event
 cuda.get_current_stream, cuda.alloc_pinned_memory = get_current_stream, alloc_pinned_memory
 cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
+cuda.MemoryPool, cuda.Graph = _MemoryPool, _capture().Graph
+capture_stats = _capture().stats  # {"graph_launches": n} since reset_stats()
+cuda.using_allocator = lambda allocator=None: contextlib.nullcontext()
 
 
 lib = types.ModuleType("cupy.lib", "The stand-in's cupy.lib.")
@@ -644,8 +703,9 @@ random.default_rng = _Generator
 def scatter_add(a, slices, value):
     """``cupyx.scatter_add``: ``a[slices] += value`` summing over repeated indices."""
     keep = {}
-    np.add.at(_unwrap(a, "cupyx.scatter_add", keep), _unwrap(slices, "cupyx.scatter_add", keep),
-              _unwrap(value, "cupyx.scatter_add", keep))
+    _capture().call(np.add.at, (_unwrap(a, "cupyx.scatter_add", keep),
+                                _unwrap(slices, "cupyx.scatter_add", keep),
+                                _unwrap(value, "cupyx.scatter_add", keep)), {})
 
 
 cupyx = types.ModuleType("cupyx", "The stand-in's cupyx.")

@@ -85,8 +85,9 @@ def test_the_cuda_source_for_a_flat_group_and_none_for_a_broadcast_one():
     assert name.startswith("kerasrs_fused_")
     assert f'extern "C" __global__ void {name}(const float* in_0, const float* in_1, ' \
            "float* out_0, long long n) {" in source
-    assert "const float t6 = float32(sqrt(float32(t5)));" in source
-    assert "out_0[i] = t8;" in source
+    # members named by their place in the group (%3 %5 %6 %7 %8 -> t0..t4)
+    assert "const float t2 = float32(sqrt(float32(t1)));" in source
+    assert "out_0[i] = t4;" in source
     assert cuda_codegen.cuda_source(CHAIN, plan.groups[1], plan.types) is None
 
 
