@@ -27,7 +27,8 @@ def _launches():
     return standin.stats["launches"]
 
 
-def test_remaining_kernels_match_twins(cupy_standin, rng):
+def more_cases(rng):
+    """Kernel cases beyond test_cupy_backend_standin's: the remaining kernels and arguments."""
     ref = backend_module.get("numpy")
     x4 = _f(rng, 2, 5, 4, 3)
     _, argmax = TWIN.max_pool(ref, x4, (2, 2), (2, 1), ((0, 1), (1, 1)))
@@ -35,7 +36,7 @@ def test_remaining_kernels_match_twins(cupy_standin, rng):
     onehot = np.eye(70, dtype=np.float32)[rng.integers(0, 70, 3)]
     z = _f(rng, 3, 8)
     _, _, tc = TWIN.lstm_gates(ref, z, _f(rng, 3, 2))  # z now holds the activated gates
-    cases = {
+    return {
         "lstm_gates_grad": (z, _f(rng, 3, 2), tc, _f(rng, 3, 2), _f(rng, 3, 2), "relu",
                             "hard_sigmoid"),
         "gru_gates": (_f(rng, 3, 6), _f(rng, 3, 6), _f(rng, 3, 2), "tanh", "sigmoid"),
@@ -47,13 +48,18 @@ def test_remaining_kernels_match_twins(cupy_standin, rng):
         "layer_norm": (_f(rng, 4, 7, dtype=np.float64), None, None, 1e-5),
         "bias_act": (_f(rng, 7, 5), None, "sigmoid"),
         "bias_act_grad": (_f(rng, 9, 5), _f(rng, 9, 5), "relu", False),
-        "adam_update": ([_f(rng, 5)], [_f(rng, 5)], [_f(rng, 5)], [np.abs(_f(rng, 5))], 1e-3,
-                        0.9, 0.999, 1e-7, [np.abs(_f(rng, 5))]),  # amsgrad
-        "sgd_update": ([_f(rng, 5)], [_f(rng, 5)], [_f(rng, 5)], 0.1, 0.0),  # no momentum
+        "adam_update": ([_f(rng, 5), _f(rng, 2)], [_f(rng, 5), _f(rng, 2)],
+                        [_f(rng, 5), _f(rng, 2)], [np.abs(_f(rng, 5)), np.abs(_f(rng, 2))], 1e-3,
+                        0.9, 0.999, 1e-7, [np.abs(_f(rng, 5)), np.abs(_f(rng, 2))]),  # amsgrad
+        "sgd_update": ([_f(rng, 5), _f(rng, 3)], [_f(rng, 5), _f(rng, 3)], None, 0.1,
+                       0.0),  # no momentum
         "embedding_grad": (np.array(2), _f(rng, 3), 4),  # one id: a batch of one row
         "im2col": (_f(rng, 2, 6, 3, dtype=np.float64), (2,), (1,), (2,), ((0, 1),)),  # 1-D
     }
-    for name, args in cases.items():
+
+
+def test_remaining_kernels_match_twins(cupy_standin, rng):
+    for name, args in more_cases(rng).items():
         check_kernel(cupy_standin, name, args)
 
 
