@@ -3,6 +3,7 @@ not take: the remaining kernels, the fallbacks to the twins, non-contiguous and 
 arguments, the launchers' argument checks and empty inputs, and `cupy_backend`'s import
 errors. Each test checks values or the error, so a broken path fails it (issue 24)."""
 
+import pathlib
 import sys
 import types
 
@@ -288,3 +289,13 @@ def test_import_errors_name_what_is_missing(cupy_standin, monkeypatch):
     nccl.available = False  # a CuPy built with NCCL whose library is missing
     with pytest.raises(ImportError, match="cannot load.*available is False"):
         cupy_backend.import_nccl()
+
+
+def test_source_is_the_packaged_file_after_named_line_markers():
+    """What RawModule compiles: each part after a ``#line 1`` naming it, the kernel file last
+    (``read`` uncached, so the measured run sees it whatever ran before)."""
+    text = cuda.read.__wrapped__("softmax_ce.cu")
+    assert text == (pathlib.Path(cuda.__file__).parent / "softmax_ce.cu").read_text()
+    src = cuda.source("softmax_ce")
+    assert src.index('#line 1 "common.cuh"') < src.index('#line 1 "softmax_ce.cu"')
+    assert src.endswith('#line 1 "softmax_ce.cu"\n' + text)
