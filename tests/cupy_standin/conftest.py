@@ -4,6 +4,7 @@ whose kernels run through g++ and the CPU runner of tests/cuda. Under
 
 import shutil
 
+import cuda_coverage
 import pytest
 import standin
 
@@ -26,3 +27,10 @@ def cupy_standin():
             backend_module._instances.pop("cupy", None)
             if old is not None:
                 backend_module._instances["cupy"] = old
+
+
+def pytest_configure(config):
+    """``KERASRS_STANDIN_COVERAGE=1`` (CI): measure and report the CUDA half's line coverage
+    under these tests (cuda_coverage.py)."""
+    if cuda_coverage.ENABLED and not config.pluginmanager.has_plugin("kerasrs-cuda-coverage"):
+        config.pluginmanager.register(cuda_coverage.Plugin(), "kerasrs-cuda-coverage")

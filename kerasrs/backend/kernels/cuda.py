@@ -95,8 +95,8 @@ def check(op, name, a, ndim=None, dtype=None, shape=None):
     if dtype is not None:
         ok = a.dtype.kind in dtype if isinstance(dtype, str) else a.dtype == dtype
         if not ok:
-            raise TypeError(f"{op}: `{name}` has dtype {a.dtype}; expected "
-                            f"{dtype if not isinstance(dtype, str) else 'kind ' + dtype!r}.")
+            want = f"kind {dtype!r}" if isinstance(dtype, str) else np.dtype(dtype).name
+            raise TypeError(f"{op}: `{name}` has dtype {a.dtype}; expected {want}.")
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{op}: `{name}` must have rank {ndim}. Received shape {a.shape}.")
     if shape is not None and tuple(a.shape) != tuple(shape):

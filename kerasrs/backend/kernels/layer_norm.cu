@@ -7,6 +7,7 @@ __global__ void layer_norm_fwd(const T* x, const T* gamma, const T* beta, T* y, 
                                int n, int d, T epsilon, int has_gamma, int has_beta) {
   __shared__ T buf[KR_MAX_BLOCK];
   const long long row = blockIdx.x;
+  if (row >= n) return;  // (block-uniform) a grid larger than n writes nothing
   const T* xr = x + row * d;
   T s = (T)0;
   for (int j = threadIdx.x; j < d; j += blockDim.x) s += xr[j];
@@ -32,6 +33,7 @@ __global__ void layer_norm_bwd(const T* gy, const T* x, const T* gamma, const T*
                                const T* rstd, T* gx, int n, int d, int has_gamma) {
   __shared__ T buf[KR_MAX_BLOCK];
   const long long row = blockIdx.x;
+  if (row >= n) return;  // (block-uniform) a grid larger than n writes nothing
   const T mu = mean[row], rs = rstd[row];
   T sg = (T)0, sgx = (T)0;
   for (int j = threadIdx.x; j < d; j += blockDim.x) {

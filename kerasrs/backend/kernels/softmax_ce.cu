@@ -28,6 +28,7 @@ __global__ void softmax_ce_sparse_fwd(const T* logits, const int* labels, T* los
                                       int n, int c) {
   __shared__ T buf[KR_MAX_BLOCK];
   const long long row = blockIdx.x;
+  if (row >= n) return;  // (block-uniform) a grid larger than n writes nothing
   T m;
   const T ls = kr_row_softmax(logits + row * c, probs + row * c, c, buf, &m);
   if (threadIdx.x == 0) {
@@ -42,6 +43,7 @@ __global__ void softmax_ce_dense_fwd(const T* logits, const T* labels, T* loss, 
                                      int n, int c) {
   __shared__ T buf[KR_MAX_BLOCK];
   const long long row = blockIdx.x;
+  if (row >= n) return;  // (block-uniform) a grid larger than n writes nothing
   const T* x = logits + row * c;
   const T* t = labels + row * c;
   T m;
@@ -56,6 +58,7 @@ template <typename T>
 __global__ void softmax_ce_sparse_bwd(const T* probs, const int* labels, const T* gloss,
                                       T* glogits, int n, int c) {
   const long long row = blockIdx.x;
+  if (row >= n) return;  // (block-uniform) a grid larger than n writes nothing
   const T g = gloss[row];
   const int k = labels[row];
   for (int j = threadIdx.x; j < c; j += blockDim.x)
@@ -67,6 +70,7 @@ __global__ void softmax_ce_dense_bwd(const T* probs, const T* labels, const T* g
                                      T* glogits, int n, int c) {
   __shared__ T buf[KR_MAX_BLOCK];
   const long long row = blockIdx.x;
+  if (row >= n) return;  // (block-uniform) a grid larger than n writes nothing
   const T* t = labels + row * c;
   T s = (T)0;
   for (int j = threadIdx.x; j < c; j += blockDim.x) s += t[j];
