@@ -310,8 +310,7 @@ class Plan:
             if group is not None:
                 if i == group.members[-1]:
                     part = replay_steps.fused_part(self, group)
-                    if run and not (part[3] == run[0][1][3] and
-                                    all(self._independent(g, group) for g, _ in run)):
+                    if run and not all(self._independent(g, group) for g, _ in run):
                         flush()
                     run.append((group, part))
                 continue

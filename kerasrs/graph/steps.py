@@ -132,9 +132,13 @@ def fused_part(plan, group):
     flat = "broadcast" not in kinds
     shape = group.shape
     count = int(np.prod(shape)) if flat else shape[0]
-    work = max(1, len(group.members) * int(np.prod(shape[1:] if not flat else ())))
     readers = [(j, kind, plan.types[j].dtype) for j, kind in zip(group.inputs, kinds)
                if kind != "weak"]
+    # work per index for cpu_threads' grain: the arrays streamed per element (the kernels are
+    # memory-bound), as the eager kernels count it (Adam: 4); one per member over-split small
+    # updates onto a core busy with OpenBLAS's spinning thread
+    streamed = sum(kind in ("full", "broadcast") for _, kind, _ in readers) + len(writers)
+    work = max(1, streamed * int(np.prod(shape[1:] if not flat else ())))
     done = [(group.outputs[k], group.inputs[m]) for k, m in in_place.items()]
 
     def prepare(values):
@@ -162,9 +166,9 @@ def fused_part(plan, group):
 
 
 def fused_run(parts):
-    """One step running fused groups' ``parts`` (`fused_part`, one ``work``): a single
-    group is split over the threads by itself; several are laid end to end
-    (`cpu_threads.split_many`), waking the other threads once."""
+    """One step running fused groups' ``parts`` (`fused_part`): a single group is split over
+    the threads by itself; several are laid end to end (`cpu_threads.split_many`, with their
+    mean work per index), waking the other threads once."""
     from kerasrs.backend import cpu_threads
 
     if len(parts) == 1:
@@ -175,7 +179,8 @@ def fused_run(parts):
             cpu_threads.split(kernel, count, *args, work_per_item=work)
 
         return step
-    work = parts[0][3]
+    total = sum(count for _, count, _, _ in parts)
+    work = max(1, -(-sum(count * w for _, count, _, w in parts) // max(1, total)))  # mean, up
 
     def many(values, fns):
         items = []
