@@ -23,9 +23,11 @@ graph (``cuda_graph=True``).
 import numpy as np
 
 from kerasrs import backend as backend_module
-from kerasrs.autodiff import Tensor, no_grad, sum_to
+from kerasrs.autodiff import Tensor, no_grad
 from kerasrs.graph import backward, cuda_launch, fusion, passes, registry
+from kerasrs.graph import steps as replay_steps
 from kerasrs.graph.ir import FUNCTION_USERS, STRUCTURAL, type_of
+from kerasrs.graph.steps import as_tensor, dtype_object
 
 END = float("inf")  # the position of reads after the last step (outputs, updates)
 
@@ -95,6 +97,8 @@ class Program:
         self.fuse = fuse
         self.cuda_graph = cuda_launch.cuda_graph_requested(cuda_graph)
         self._plans = {}
+        self._inputs = [(name, i, graph.nodes[i].type) for name, i in graph.input_ids().items()]
+        self._dtypes = [dtype_object(t.dtype) for _, _, t in self._inputs]
 
     def __call__(self, **feeds):
         """Run one step: ``feeds`` maps each input name to an array (or Tensor) of its dtype.
@@ -121,21 +125,20 @@ class Program:
         return self._plans[key]
 
     def _arrays(self, feeds):
-        graph = self.graph
-        inputs = graph.input_ids()
-        unknown = sorted(set(feeds) - set(inputs))
-        missing = [n for n in inputs if n not in feeds]
-        if unknown or missing:
-            raise ValueError(f"kerasrs.graph.Program: feed exactly the inputs {list(inputs)}. "
+        inputs = self._inputs
+        if len(feeds) != len(inputs) or any(name not in feeds for name, _, _ in inputs):
+            names = [name for name, _, _ in inputs]
+            unknown = sorted(set(feeds) - set(names))
+            missing = [n for n in names if n not in feeds]
+            raise ValueError(f"kerasrs.graph.Program: feed exactly the inputs {names}. "
                              f"Received: missing {missing}, unknown {unknown}")
         arrays = {}
-        for name, i in inputs.items():
+        for (name, _, want), dtype in zip(inputs, self._dtypes):
             value = feeds[name]
             value = value.data if isinstance(value, Tensor) else value
             if not hasattr(value, "dtype") or not hasattr(value, "shape"):
                 value = np.asarray(value)
-            want = graph.nodes[i].type
-            if value.dtype.name != want.dtype or len(value.shape) != len(want.shape):
+            if value.dtype != dtype or len(value.shape) != len(want.shape):
                 raise ValueError(f"kerasrs.graph.Program: input {name!r} must be {want.dtype} "
                                  f"of rank {len(want.shape)} (traced as {want}). Received: "
                                  f"{value.dtype.name}{list(value.shape)}")
@@ -150,8 +153,8 @@ class Program:
             backend_module.get()
         device = cuda_launch.device_for(be)
         types = [n.type for n in graph.nodes] if declared else \
-            Plan(graph, None, False, device).types_for(arrays, graph.bindings)
-        plan = Plan(graph, types, self.fuse and be.name in ("numpy", "cupy"), device)
+            Plan(graph, None, False, be, device).types_for(arrays, graph.bindings)
+        plan = Plan(graph, types, self.fuse and be.name in ("numpy", "cupy"), be, device)
         return cuda_launch.CapturedPlan(plan, be.xp) if device and self.cuda_graph else plan
 
 
@@ -164,12 +167,13 @@ class Plan:
         types: per node, its type for this signature (None: unknown, then nothing is fused,
             no value is dropped and gradients fit the shapes seen at run time).
         fuse: whether to fuse elementwise groups.
+        backend: the `Backend` the values live on (None: found per op by ``apply``).
         device: None (NumPy: numba kernels, host buffers) or the `cuda_launch.CudaFusion`
             that keeps, allocates and launches the groups on CuPy.
     """
 
-    def __init__(self, graph, types, fuse, device=None):
-        self.graph, self.types, self.device = graph, types, device
+    def __init__(self, graph, types, fuse, backend=None, device=None):
+        self.graph, self.types, self.backend, self.device = graph, types, backend, device
         nodes = graph.nodes
         self.fn_users = {}  # op node id -> ids of the vjp/saved nodes that use its Function
         for i, node in enumerate(nodes):
@@ -187,8 +191,13 @@ class Plan:
         if device is not None:  # array constants live where the step runs, copied once
             self.template = device.constants(self.template)
         self.steps = self._steps()
-        self.copy_outputs = {name: bool(self.roots[j] & self._live_state())
-                             for name, j in graph.outputs.items()}
+        live = self._live_state()
+        self.outputs = [(name, j, bool(self.roots[j] & live))  # (copied: shares live memory)
+                        for name, j in graph.outputs.items()]
+        self.copy_outputs = {name: copy for name, _, copy in self.outputs}
+        self.feed_slots = list(graph.input_ids().items())
+        self.param_slots = list(graph.parameter_ids().items())
+        self.pending = self._pending_updates()
 
     # -- analysis ----------------------------------------------------------------------------
     def _fusion_groups(self):
@@ -296,25 +305,73 @@ class Plan:
 
     # -- steps -------------------------------------------------------------------------------
     def _steps(self):
+        """``[(step, ids to drop after it)]``; runs of fused groups that can run together
+        (`_independent`) become one step, so a model's optimizer update wakes the other
+        threads once (as the eager multi-tensor update does), not once per variable."""
         graph = self.graph
         members = {i: g for g in self.groups for i in g.members}
         drop = self._drops()
         steps, self.labels = [], []
+        run = []  # consecutive fused groups not yet made a step: [(group, part)]
+
+        def flush():
+            if run:
+                steps.append((replay_steps.fused_run([part for _, part in run]),
+                              tuple(j for g, _ in run for j in drop.get(g.members[-1], ()))))
+                self.labels.append(" + ".join(f"fused {len(g.members)} ops" for g, _ in run))
+                run.clear()
+
         for i, node in enumerate(graph.nodes):
             group = members.get(i)
             if group is not None:
                 if i == group.members[-1]:
-                    steps.append((self.device.fused_step(self, group) if self.device else
-                                  self._fused_step(group), drop.get(i, ())))
-                    self.labels.append(f"fused {len(group.members)} ops")
+                    if self.device is not None:  # CuPy: one RawKernel launch per group
+                        flush()
+                        steps.append((self.device.fused_step(self, group), drop.get(i, ())))
+                        self.labels.append(f"fused {len(group.members)} ops")
+                        continue
+                    part = replay_steps.fused_part(self, group)
+                    if run and not all(self._independent(g, group) for g, _ in run):
+                        flush()
+                    run.append((group, part))
                 continue
-            make = _STEPS.get(node.op, Plan._op_step)
+            make = _STEPS.get(node.op, replay_steps.op_step)
             step = make(self, i, node)
             if step is not None:
+                flush()
                 steps.append((step, drop.get(i, ())))
                 self.labels.append(node.op if node.op != "vjp" else
                                    f"vjp of {graph.nodes[node.inputs[0]].op}")
+        flush()
         return steps
+
+    def _independent(self, a, b):
+        """Whether fused groups ``a`` (earlier) and ``b`` may run at once: neither reads nor
+        writes memory the other writes (outputs by alias roots, planned buffers by identity;
+        a buffer is reused only after its value is dead, so it may be ``a``'s input and
+        ``b``'s output)."""
+        def written(g):
+            ids, arrays = set(), set()
+            for i in g.outputs:
+                where, what = self.storage[i]
+                if where == "buffer":
+                    arrays.add(id(what))
+                ids |= self.roots[i] | ({self.graph.parameter_ids()[what]} if where == "param"
+                                         else set())
+            return ids, arrays
+
+        def read(g):
+            ids, arrays = set(), set()
+            for j in g.inputs:
+                ids |= self.roots[j]
+                where, what = self.storage.get(j, (None, None))
+                if where == "buffer":
+                    arrays.add(id(what))
+            return ids, arrays
+
+        (wa, ba), (wb, bb) = written(a), written(b)
+        (ra, rba), (rb, rbb) = read(a), read(b)
+        return not (wa & (rb | wb) or wb & ra or ba & (rbb | bb) or bb & rba)
 
     def _drops(self):
         """{position: ids whose last direct reader runs there}. Leaves are kept (their memory
@@ -339,129 +396,26 @@ class Plan:
                 drop.setdefault(at, []).append(j)
         return drop
 
-    def _op_step(self, i, node):
-        definition = registry.get(node.op)
-        attrs = dict(node.attrs)
-        inputs = node.inputs
-        keep = self.fn_users.get(i)
-        split = len(inputs) - definition.n_data(attrs)
-
-        def step(values, fns):
-            args = [_wrap(values[j]) for j in inputs[:split]]
-            fn = definition.make(attrs, [values[j] for j in inputs[split:]])
-            values[i] = fn.apply(*args).data
-            if keep:
-                fns[i] = fn
-
-        return step
-
-    def _vjp_step(self, i, node):
-        forward, gy_id = node.inputs
-        needs = list(node.attrs["needs"])
-        fit = self.types[i] if self.types is not None else None
-        sources = self.graph.nodes[forward].inputs
-        last = self.fn_users[forward][-1] == i
-
-        def step(values, fns):
-            fn = fns.pop(forward) if last else fns[forward]
-            fn.needs_grad = needs
-            gy = values[gy_id]
-            if fn.low_dtype is not None:  # its forward ran in float32 (as the tape does)
-                gy = gy.astype(np.float32)
-            gxs = fn.backward(gy)
-            targets = fit if fit is not None else [
-                type_of(values[j]) if need else None for j, need in zip(sources, needs)]
-            values[i] = tuple(_fit(g, t, gy) if t is not None else None
-                              for g, t in zip(gxs, targets))
-
-        return step
-
-    def _saved_step(self, i, node):
-        forward, attr = node.inputs[0], node.attrs["attr"]
-        last = self.fn_users[forward][-1] == i
-
-        def step(values, fns):
-            fn = fns.pop(forward) if last else fns[forward]
-            values[i] = getattr(fn, attr)
-
-        return step
-
-    def _pick_step(self, i, node):
-        source, index = node.inputs[0], node.attrs["index"]
-
-        def step(values, fns):
-            values[i] = values[source][index]
-
-        return step
-
-    def _leaf_step(self, i, node):
-        return None
-
-    def _fused_step(self, group):
-        params = self.graph.parameter_ids()
-        writers, in_place = [], {}
-        for k, i in enumerate(group.outputs):
-            where, array = self.storage[i]
-            param = params[array] if where == "param" else None
-            if param in group.inputs:  # written through the input's own array argument
-                in_place[k] = group.inputs.index(param)
-            else:
-                writers.append((i, where, array, param, self.types[i].dtype))
-        source, kinds = fusion.numba_source(self.graph, group, self.types, in_place=in_place)
-        kernel = fusion.numba_kernel(source)
-        flat = "broadcast" not in kinds
-        shape = group.shape
-        count = int(np.prod(shape)) if flat else shape[0]
-        work = max(1, len(group.members) * int(np.prod(shape[1:] if not flat else ())))
-        readers = [(j, kind, self.types[j].dtype) for j, kind in zip(group.inputs, kinds)
-                   if kind != "weak"]
-        done = [(group.outputs[k], group.inputs[m]) for k, m in in_place.items()]
-        from kerasrs.backend import cpu_threads
-
-        def step(values, fns):
-            args = []
-            for j, kind, dtype in readers:
-                a = values[j]
-                if kind == "scalar":
-                    args.append(np.asarray(a, dtype).reshape(1))
-                elif flat:
-                    args.append(a.reshape(-1))
-                else:
-                    args.append(np.broadcast_to(a, shape))
-            for i, where, array, param, dtype in writers:
-                if where == "param":
-                    array = values[param]
-                elif where == "fresh":
-                    array = np.empty(shape, dtype)
-                values[i] = array
-                args.append(array.reshape(-1) if flat else array)
-            for i, j in done:
-                values[i] = values[j]
-            cpu_threads.split(kernel, count, *args, work_per_item=work)
-
-        return step
-
     # -- running -----------------------------------------------------------------------------
     def run(self, feeds, bindings):
         """One step: returns ``{output name: Tensor}`` and applies the updates."""
         values = self.execute(feeds, bindings)
         outputs = {}
-        for name, j in self.graph.outputs.items():
+        for name, j, copy in self.outputs:
             value = values[j]
-            if self.copy_outputs[name] and hasattr(value, "copy"):
+            if copy and hasattr(value, "copy"):
                 value = value.copy()
-            outputs[name] = _tensor(value)
+            outputs[name] = as_tensor(value)
         self._apply_updates(values, bindings)
         return outputs
 
     def execute(self, feeds, bindings):
         """Run the steps; returns the list of node values (dropped ones are None). Changes
         no variable, except through in-place fused updates (`run` applies the others)."""
-        graph = self.graph
         values = list(self.template)
-        for name, i in graph.input_ids().items():
+        for name, i in self.feed_slots:
             values[i] = feeds[name]
-        for name, i in graph.parameter_ids().items():
+        for name, i in self.param_slots:
             values[i] = bindings[name].data
         fns = {}
         with no_grad():
@@ -471,16 +425,19 @@ class Plan:
                     values[j] = None
         return values
 
-    def _apply_updates(self, values, bindings):
+    def _pending_updates(self):
+        """``[(variable name, value id, copied first)]``: the updates not written in place; a
+        value sharing another target's memory is copied before any is written."""
         params = self.graph.parameter_ids()
         pending = [(name, j) for name, j in self.graph.updates.items()
                    if self.storage.get(j) != ("param", name)]
-        arrays = [values[j] for _, j in pending]
         updated = {params[name] for name, _ in pending}
-        for k, (name, j) in enumerate(pending):  # a value sharing another target's memory
-            if (self.roots[j] & updated) - {params[name]}:
-                arrays[k] = arrays[k].copy()
-        for (name, _), array in zip(pending, arrays):
+        return [(name, j, bool((self.roots[j] & updated) - {params[name]}))
+                for name, j in pending]
+
+    def _apply_updates(self, values, bindings):
+        arrays = [values[j].copy() if copy else values[j] for _, j, copy in self.pending]
+        for (name, _, _), array in zip(self.pending, arrays):
             bindings[name].data[...] = array
 
     def types_for(self, feeds, bindings):
@@ -501,34 +458,8 @@ class Plan:
         return "\n".join(lines)
 
 
-_STEPS = {"vjp": Plan._vjp_step, "pick": Plan._pick_step, "saved": Plan._saved_step,
-          "input": Plan._leaf_step,
-          "parameter": Plan._leaf_step, "constant": Plan._leaf_step}
 
 
-def _wrap(value):
-    """A Tensor around an array without `Tensor.__init__`'s conversions (Python scalars stay
-    scalars: weak, as in eager code)."""
-    if isinstance(value, (bool, int, float)):
-        return value
-    t = Tensor.__new__(Tensor)
-    t.data, t.backend = value, backend_module.backend_of(value)
-    return t
-
-
-def _tensor(value):
-    return value if isinstance(value, Tensor) else (
-        Tensor(value) if isinstance(value, (bool, int, float)) else _wrap(value))
-
-
-def _fit(g, t, gy):
-    """A backward's gradient as the tape accumulates it: summed to the input's shape, cast to
-    its dtype; zeros where the Function gave None for an input that needs one."""
-    if g is None:
-        be = backend_module.backend_of(gy)
-        return be.xp.zeros(t.shape, t.dtype)
-    if tuple(g.shape) != t.shape:
-        g = sum_to(g, t.shape)
-    if g.dtype.name != t.dtype:
-        g = g.astype(t.dtype)
-    return g
+_STEPS = {"vjp": replay_steps.vjp_step, "pick": replay_steps.pick_step,
+          "saved": replay_steps.saved_step, "input": replay_steps.leaf_step,
+          "parameter": replay_steps.leaf_step, "constant": replay_steps.leaf_step}

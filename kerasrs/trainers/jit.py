@@ -332,7 +332,10 @@ def _unflatten(batch, feeds):
 
 
 def _signature(feeds):
-    return tuple((name, tuple(np.shape(a)), str(getattr(a, "dtype", type(a).__name__)))
+    """Per feed ``(name, shape, dtype)`` (an array's own shape tuple and dtype object: equal
+    for equal types, and cheaper than spelling them)."""
+    return tuple((name, a.shape, a.dtype) if type(a) is np.ndarray else
+                 (name, tuple(np.shape(a)), str(getattr(a, "dtype", type(a).__name__)))
                  for name, a in feeds.items())
 
 

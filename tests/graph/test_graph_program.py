@@ -122,6 +122,38 @@ def test_a_parameter_update_is_written_into_the_variables_own_memory():
     np.testing.assert_array_equal(w.numpy(), before - np.float32(0.1) * g_)
 
 
+@pytest.mark.parametrize("first, merged", [("multiply(%2, %2)", True),
+                                           ("multiply(%1, %2)", False)])
+def test_consecutive_fused_groups_run_as_one_step_only_when_independent(first, merged):
+    """Two groups in a row are one step (one split over the threads, as the eager optimizer
+    updates all variables at once), unless one reads memory the other writes: in the second
+    case the first group reads w, which the second updates in place."""
+    text = f"""
+        %0 = input {{name='g'}} : float32[50,20]
+        %1 = parameter {{name='w'}} : float32[50,20]
+        %2 = input {{name='h'}} : float32[50,20]
+        %3 = constant {{value=0.1}} : float64[]
+        %4 = {first} : float32[50,20]
+        %5 = add(%4, %0) : float32[50,20]
+        %6 = multiply(%3, %0) : float32[50,20]
+        %7 = subtract(%1, %6) : float32[50,20]
+    """
+    feeds = {"g": rng.normal(size=(50, 20)).astype("float32"),
+             "h": rng.normal(size=(50, 20)).astype("float32")}
+    results = []
+    for fuse in (True, False):
+        graph_, w = _bound(text, "output 'u' = %5\n update 'w' = %7")
+        w.assign(np.ones((50, 20), "float32"))
+        program = graph.compile(graph_, optimize=False, fuse=fuse)
+        results.append((program(**feeds)["u"].numpy(), w.numpy().copy()))
+        if fuse:
+            plan = program.plan_for(**feeds)
+            assert len(plan.groups) == 2 and "%7->param w" in plan.describe()
+            assert ("fused 2 ops + fused 2 ops" in plan.labels) == merged
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_no_in_place_update_while_the_old_value_is_still_read():
     """The output reads the old w after the update's group: the group writes a buffer and the
     variable is assigned at the end."""
