@@ -51,18 +51,13 @@ def op_step(plan, i, node):
 
 
 def _direct(plan, args_ids, definition):
-    """Whether an op step may call its Function's ``forward`` directly: with known types,
-    every operand an array (no weak Python scalar) and none half-precision (``apply``
-    upcasts those)."""
+    """Whether an op step may call its Function's ``forward`` directly: with known types and
+    no operand half-precision (``apply`` upcasts those, and turns a Python float next to a
+    bfloat16 into a bfloat16 array). Python scalars (weak constants) pass as they are, as
+    ``apply`` passes them."""
     if plan.types is None or plan.backend is None:
         return False
-    nodes = plan.graph.nodes
-    for j in args_ids:
-        if nodes[j].op == "constant" and not hasattr(nodes[j].value, "shape"):
-            return False
-        if plan.types[j].dtype in ("float16", "bfloat16"):
-            return False
-    return True
+    return all(plan.types[j].dtype not in ("float16", "bfloat16") for j in args_ids)
 
 
 def vjp_step(plan, i, node):

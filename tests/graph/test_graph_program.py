@@ -232,3 +232,27 @@ def test_a_parameter_without_a_variable_is_named():
     graph_ = g(UPDATE, "update 'w' = %4")
     with pytest.raises(ValueError, match=r"parameters without a variable: \['w'\]"):
         graph.compile(graph_)
+
+
+def test_ops_with_weak_python_scalars_run_directly_with_the_tapes_dtypes():
+    text = """
+        %0 = input {name='x'} : float32[4,3]
+        %1 = input {name='n'} : int64[]
+        %2 = constant {value=0.5} : float32[]
+        %3 = multiply(%0, %2) : float32[4,3]
+        %4 = constant {value=1} : int64[]
+        %5 = add(%1, %4) : int64[]
+        %6 = constant {value=3} : int32[]
+        %7 = subtract(%3, %6) : float32[4,3]
+    """
+    graph_ = g(text, "output 'y' = %7\n output 'm' = %5")
+    program = graph.compile(graph_, optimize=False, fuse=False)
+    feeds = {"x": rng.normal(size=(4, 3)).astype("float32"), "n": np.asarray(41, "int64")}
+    plan = program.plan_for(**feeds)
+    names = {label: step.__name__ for (step, _), label in zip(plan.steps, plan.labels)}
+    assert names == {"multiply": "direct", "add": "direct", "subtract": "direct"}
+    got = program(**feeds)
+    assert got["y"].numpy().dtype == np.float32 and got["m"].numpy().dtype == np.int64
+    want = ops.subtract(ops.multiply(feeds["x"], 0.5), 3)
+    np.testing.assert_array_equal(got["y"].numpy(), want.numpy())
+    assert int(got["m"].numpy()) == 42
