@@ -10,6 +10,9 @@ plan is made on the first run with those shapes: a list of steps in graph order,
   output that is a parameter's new value goes straight into the parameter's memory when
   nothing reads the old value later (an in-place update); other outputs reuse buffers whose
   values are dead (by liveness, with views and saved Function state counted as reads);
+- on NumPy, a large result of an op whose Function can write into a given array
+  (``Function.writes_out``: projections, adds, layer norms) goes to such a buffer too: a fresh
+  array of that size may be faulted in page by page on every step;
 - each value is dropped after its last use.
 
 At the end of a run the remaining updates are copied into their variables (all of them read
@@ -30,6 +33,7 @@ from kerasrs.graph.ir import FUNCTION_USERS, STRUCTURAL, type_of
 from kerasrs.graph.steps import as_tensor, dtype_object
 
 END = float("inf")  # the position of reads after the last step (outputs, updates)
+PLANNED_ELEMENTS = 1 << 15  # an op result this large (elements) gets a planned buffer
 
 
 def compile(graph, fuse=True, optimize=True, cuda_graph=None):  # noqa: A001  (Keras's name)
@@ -166,7 +170,8 @@ class Plan:
         graph: the graph.
         types: per node, its type for this signature (None: unknown, then nothing is fused,
             no value is dropped and gradients fit the shapes seen at run time).
-        fuse: whether to fuse elementwise groups.
+        fuse: whether to fuse elementwise groups and give large results of ops that can
+            write into a given array (`Function.writes_out`) buffers kept across steps.
         backend: the `Backend` the values live on (None: found per op by ``apply``).
         device: None (NumPy: numba kernels, host buffers) or the `cuda_launch.CudaFusion`
             that keeps, allocates and launches the groups on CuPy.
@@ -179,7 +184,8 @@ class Plan:
         for i, node in enumerate(nodes):
             if node.op in FUNCTION_USERS:
                 self.fn_users.setdefault(node.inputs[0], []).append(i)
-        self.groups = self._fusion_groups() if fuse and types is not None else []
+        self.fuse = fuse and types is not None  # fused groups, and planned op results
+        self.groups = self._fusion_groups() if self.fuse else []
         self.position = list(range(len(nodes)))
         for group in self.groups:
             for i in group.members:
@@ -266,7 +272,8 @@ class Plan:
         return params | {i for i, s in self.storage.items() if s[0] == "buffer"}
 
     def _storage(self):
-        """{fused output id: ("param", name) | ("buffer", array) | ("fresh", None)}."""
+        """{fused output id: ("param", name) | ("buffer", array) | ("fresh", None)}, plus
+        ("buffer", array) for the op nodes of `_writing_ops` (their Functions write into it)."""
         graph, types = self.graph, self.types
         params = graph.parameter_ids()
         by_value = {}
@@ -274,13 +281,14 @@ class Plan:
             by_value.setdefault(j, name)
         outputs = set(graph.outputs.values())
         storage, pool, busy = {}, {}, []
-        for group in self.groups:
-            at = group.members[-1]
+        writers = [(g.members[-1], g) for g in self.groups] + \
+            [(i, None) for i in self._writing_ops(outputs)]
+        for at, group in sorted(writers, key=lambda w: w[0]):
             for entry in [b for b in busy if b[0] < at]:  # buffers whose values are dead
                 busy.remove(entry)
                 pool.setdefault(entry[1], []).append(entry[2])
-            for i in group.outputs:
-                name = by_value.get(i)
+            for i in (group.outputs if group is not None else (at,)):
+                name = by_value.get(i) if group is not None else None
                 if name is not None and self._in_place(group, i, params[name]):
                     storage[i] = ("param", name)
                     by_value.pop(i)
@@ -294,6 +302,28 @@ class Plan:
                     storage[i] = ("buffer", array)
                     busy.append((self.last_read.get(i, END), key, array))
         return storage
+
+    def _writing_ops(self, outputs):
+        """Op nodes (NumPy only) whose Function `writes_out` and whose result is large: a
+        buffer kept across steps is cheaper than a fresh array, which the allocator may have
+        to fault in page by page each step (the transformer benchmark: ~1,800 of its ~3,500
+        page faults per step were its projections', residual adds' and layer norms' results).
+        Not graph outputs and not parameter updates (those are returned or copied)."""
+        if self.device is not None or not self.fuse:
+            return []
+        fused = {i for g in self.groups for i in g.members}
+        updates = set(self.graph.updates.values())
+        found = []
+        for i, node in enumerate(self.graph.nodes):
+            if node.op in STRUCTURAL or i in fused or i in outputs or i in updates:
+                continue
+            t = self.types[i]
+            if isinstance(t, tuple) or t is None or int(np.prod(t.shape)) < PLANNED_ELEMENTS:
+                continue
+            definition = registry.get(node.op)
+            if definition is not None and getattr(definition.function, "writes_out", False):
+                found.append(i)
+        return found
 
     def _in_place(self, group, i, param):
         """Whether fused output ``i`` may be written into parameter ``param``'s memory: same

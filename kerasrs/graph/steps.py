@@ -35,10 +35,12 @@ def op_step(plan, i, node):
         return step
     be = plan.backend
     xp, array_type = be.xp, be.array_type
+    where, out = plan.storage.get(i, (None, None))
+    out = out if where == "buffer" else None  # a planned buffer (Function.writes_out)
 
     def direct(values, fns):  # Function.apply's work for arrays of one backend, no tape
         fn = make(attrs, [values[j] for j in data_ids])
-        fn.backend, fn.xp = be, xp
+        fn.backend, fn.xp, fn.out = be, xp, out
         try:
             y = fn.forward(*[values[j] for j in args_ids])
         except (ValueError, TypeError, IndexError):

@@ -115,19 +115,32 @@ def axis_index(axis, ndim, op="ops"):
 
 
 # -- binary arithmetic -------------------------------------------------------------------------
+def _into(ufunc, a, b, out):
+    """``ufunc(a, b)``, written into ``out`` when given and of the result's shape and dtype
+    (`Function.writes_out`)."""
+    if out is not None and getattr(a, "dtype", None) == getattr(b, "dtype", None) == out.dtype \
+            and np.broadcast_shapes(a.shape, b.shape) == out.shape:
+        return ufunc(a, b, out=out)
+    return ufunc(a, b)
+
+
 class Add(Function):
+    writes_out = True
+
     def forward(self, a, b):
         a, b = promote(a, b)
-        return a + b
+        return _into(self.xp.add, a, b, self.out)
 
     def backward(self, gy):
         return gy, gy
 
 
 class Subtract(Function):
+    writes_out = True
+
     def forward(self, a, b):
         a, b = promote(a, b)
-        return a - b
+        return _into(self.xp.subtract, a, b, self.out)
 
     def backward(self, gy):
         return gy, -gy

@@ -182,6 +182,7 @@ class FusedLayerNorm(Function):
     ``layer_norm`` / ``layer_norm_grad`` (one pass each way on the CPU; statistics in float32
     at least)."""
     half_in_float32 = "always"
+    writes_out = True
 
     def __init__(self, param_shape, epsilon):
         self.gamma_shape, self.epsilon = tuple(param_shape), epsilon
@@ -190,8 +191,10 @@ class FusedLayerNorm(Function):
     def forward(self, x, gamma, beta):
         self.shape = x.shape
         self.x2, self.gamma = x.reshape(-1, self.size), gamma.reshape(-1)
+        out = self.out
+        out = out.reshape(self.x2.shape) if out is not None and out.dtype == x.dtype else None
         y, self.mean, self.rstd = self.backend.layer_norm(self.x2, self.gamma, beta.reshape(-1),
-                                                          self.epsilon)
+                                                          self.epsilon, out=out)
         return y.reshape(self.shape)
 
     def backward(self, gy):

@@ -26,6 +26,7 @@ class _Projection(Function):
     first ``n_in`` axes of ``kernel``, as one 2-D GEMM; bias (shaped like the new axes) and
     activation in place. Backward: `bias_act_grad`, then one GEMM each for ``x`` and ``kernel``."""
     half_in_float32 = "cpu"
+    writes_out = True
 
     def __init__(self, n_in, activation="linear"):
         self.n_in, self.activation = n_in, activation
@@ -35,7 +36,11 @@ class _Projection(Function):
         k_in = math.prod(kernel.shape[:self.n_in])
         self.x_shape, self.k_shape = x.shape, kernel.shape
         self.x2, self.w2 = x.reshape(-1, k_in), kernel.reshape(k_in, -1)
-        y = self.x2 @ self.w2
+        out = self.out
+        if out is not None and out.dtype == self.x2.dtype == self.w2.dtype:
+            y = self.xp.matmul(self.x2, self.w2, out=out.reshape(self.x2.shape[0], -1))
+        else:
+            y = self.x2 @ self.w2
         if bias or self.activation != "linear":
             self.backend.bias_act(y, bias[0].reshape(-1) if bias else None, self.activation,
                                   out=y)

@@ -8,6 +8,7 @@ import pytest
 import kerasrs
 from kerasrs import graph, ops
 from kerasrs.graph import cuda_codegen, fusion
+from kerasrs.ops.projection import projection
 
 rng = np.random.default_rng(0)
 
@@ -256,3 +257,34 @@ def test_ops_with_weak_python_scalars_run_directly_with_the_tapes_dtypes():
     want = ops.subtract(ops.multiply(feeds["x"], 0.5), 3)
     np.testing.assert_array_equal(got["y"].numpy(), want.numpy())
     assert int(got["m"].numpy()) == 42
+
+
+def test_large_op_results_go_to_planned_buffers_and_give_the_same_numbers():
+    """Projections, adds and layer norms (``Function.writes_out``) write large results into
+    buffers kept across steps; the numbers are the unplanned run's, and outputs never alias a
+    buffer the next step overwrites."""
+    w = kerasrs.Variable(rng.normal(size=(64, 128)).astype("float32"), name="w")
+    gamma = kerasrs.Variable(np.ones(128, "float32"), name="gamma")
+
+    def f(x):
+        h = projection(x, w, activation="relu")           # (512, 128): 65,536 elements
+        r = ops.add(h, projection(x, w))
+        y = ops.layer_normalization(r, gamma, None, epsilon=1e-5)
+        return {"m": ops.mean(y, axis=0), "loss": ops.sum(ops.multiply(y, y)),
+                "g": graph.grad(ops.sum(y * y), w)}
+
+    x = rng.normal(size=(512, 64)).astype("float32")
+    traced = graph.trace(f, x=x)
+    planned = graph.compile(traced)
+    plan = planned.plan_for(x=x)
+    kinds = {planned.graph.nodes[i].op for i, (where, _) in plan.storage.items()
+             if where == "buffer"}
+    assert {"projection", "add", "layer_norm"} <= kinds
+    reference = graph.compile(traced, fuse=False)
+    first = planned(x=x)
+    kept = {k: v.numpy().copy() for k, v in first.items()}
+    second = planned(x=x * 2)
+    for name in ("m", "loss", "g"):
+        np.testing.assert_array_equal(first[name].numpy(), kept[name])  # not overwritten
+        np.testing.assert_array_equal(second[name].numpy(),
+                                      reference(x=x * 2)[name].numpy())

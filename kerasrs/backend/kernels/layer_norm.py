@@ -16,13 +16,14 @@ CUDA = cuda.each_float("layer_norm_fwd", "layer_norm_bwd", "layer_norm_bwd_param
 class Twin:
     """The reference versions (methods of `kerasrs.backend.base.Backend`)."""
 
-    def layer_norm(self, x, gamma, beta, epsilon):
+    def layer_norm(self, x, gamma, beta, epsilon, out=None):
         """Layer normalization of each row: ``(x - mean) * rstd * gamma + beta``.
 
         Args:
             x: ``(n, d)`` float array (normalized over the last axis).
             gamma, beta: ``(d,)`` arrays or None (scale 1 / offset 0).
             epsilon: float added to the biased variance.
+            out: optional contiguous ``(n, d)`` array of ``x``'s dtype for ``y``.
 
         Returns:
             ``(y, mean, rstd)``: ``y (n, d)`` of ``x``'s dtype; ``mean`` and ``rstd =
@@ -39,6 +40,9 @@ class Twin:
             y = y * gamma
         if beta is not None:
             y = y + beta
+        if out is not None:
+            out[...] = y
+            return out, mean, rstd
         return y.astype(x.dtype), mean, rstd
 
     def layer_norm_grad(self, gy, x, gamma, mean, rstd):
@@ -116,15 +120,15 @@ def layer_norm_grad_rows(gy, x, gamma, mean, rstd, gx, acc, start, stop):
 class Cpu:
     """`NumpyBackend`'s compiled versions (2-D), falling back to `Twin` otherwise."""
 
-    def layer_norm(self, x, gamma, beta, epsilon):
+    def layer_norm(self, x, gamma, beta, epsilon, out=None):
         if x.ndim != 2 or not usable(x):
-            return super().layer_norm(x, gamma, beta, epsilon)
+            return super().layer_norm(x, gamma, beta, epsilon, out)
         x = np.ascontiguousarray(x)
         d = x.shape[1]
         gamma = np.ones(d, x.dtype) if gamma is None else np.ascontiguousarray(gamma, x.dtype)
         beta = np.zeros(d, x.dtype) if beta is None else np.ascontiguousarray(beta, x.dtype)
         stat = np.float64 if x.dtype == np.float64 else np.float32
-        y = np.empty_like(x)
+        y = np.empty_like(x) if out is None else out
         mean, rstd = np.empty(x.shape[0], stat), np.empty(x.shape[0], stat)
         cpu_threads.split(layer_norm_rows.compiled(), x.shape[0], x, gamma, beta, float(epsilon),
                           y, mean, rstd, work_per_item=4 * d)
@@ -151,7 +155,7 @@ class Cpu:
 class Launch:
     """The launchers of ``layer_norm.cu`` (methods of `kerasrs.backend.kernels.Launcher`)."""
 
-    def layer_norm(self, x, gamma, beta, epsilon):
+    def layer_norm(self, x, gamma, beta, epsilon, out=None):
         op = "layer_norm"
         check(op, "x", x, ndim=2)
         t = float_type(op, "x", x)
@@ -159,7 +163,7 @@ class Launch:
         for name, p in (("gamma", gamma), ("beta", beta)):
             if p is not None:
                 check(op, name, p, dtype=x.dtype, shape=(d,))
-        y = self.xp.empty_like(x)
+        y = self.xp.empty_like(x) if out is None else out
         mean, rstd = self.xp.empty((n,), x.dtype), self.xp.empty((n,), x.dtype)
         if x.size:
             self.launch("layer_norm", f"layer_norm_fwd<{t}>", (n,),
@@ -195,10 +199,10 @@ class Launch:
 class Cuda:
     """`CupyBackend`'s versions, falling back to `Twin` for mixed or other dtypes."""
 
-    def layer_norm(self, x, gamma, beta, epsilon):
+    def layer_norm(self, x, gamma, beta, epsilon, out=None):
         if not fusable(x, gamma, beta):
-            return super().layer_norm(x, gamma, beta, epsilon)
-        return self.kernels.layer_norm(self._c(x), self._c(gamma), self._c(beta), epsilon)
+            return super().layer_norm(x, gamma, beta, epsilon, out)
+        return self.kernels.layer_norm(self._c(x), self._c(gamma), self._c(beta), epsilon, out)
 
     def layer_norm_grad(self, gy, x, gamma, mean, rstd):
         if not fusable(gy, x, gamma, mean, rstd):
