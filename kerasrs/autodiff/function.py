@@ -30,12 +30,14 @@ class Function:
     # ones overflows), "cpu" for GEMMs (NumPy's float16 matmul is ~250x slower than float32).
     half_in_float32 = None
     low_dtype = None
-    # A Function whose forward can write its result into a given array says so (`writes_out`);
-    # a replay plan (`kerasrs.graph.program`) then sets ``out`` to a buffer it keeps across
-    # steps, of the result's planned shape and dtype. The forward uses it when the result's
-    # dtype matches and returns it (or a reshaped view of it); else it allocates as usual.
+    # A Function whose forward (and backward) can write its result into given arrays says so
+    # (`writes_out`); a replay plan (`kerasrs.graph.program`) then sets ``out`` (and
+    # ``grad_out``) to buffers it keeps across steps, of the planned shapes and dtypes. The
+    # Function uses one when the dtype and shape match and returns it (or a reshaped view of
+    # it); else it allocates as usual.
     writes_out = False
     out = None
+    grad_out = None  # likewise for backward: None, or one array (or None) per input
 
     def apply(self, *inputs):
         """Run forward on the inputs (Tensors, arrays or scalars); record it if a tape watches."""

@@ -193,6 +193,7 @@ class Plan:
         self.roots = self._alias_roots()
         self.last_read = self._last_reads()
         self.storage = self._storage()
+        self.consumers = graph.consumers()
         self.template = [n.value if n.op == "constant" else None for n in nodes]
         if device is not None:  # array constants live where the step runs, copied once
             self.template = device.constants(self.template)
@@ -281,13 +282,13 @@ class Plan:
             by_value.setdefault(j, name)
         outputs = set(graph.outputs.values())
         storage, pool, busy = {}, {}, []
-        writers = [(g.members[-1], g) for g in self.groups] + \
-            [(i, None) for i in self._writing_ops(outputs)]
-        for at, group in sorted(writers, key=lambda w: w[0]):
+        writers = [(g.members[-1], g.outputs, g) for g in self.groups] + \
+            [(at, (i,), None) for at, i in self._writing_ops(outputs)]
+        for at, ids, group in sorted(writers, key=lambda w: w[0]):
             for entry in [b for b in busy if b[0] < at]:  # buffers whose values are dead
                 busy.remove(entry)
                 pool.setdefault(entry[1], []).append(entry[2])
-            for i in (group.outputs if group is not None else (at,)):
+            for i in ids:
                 name = by_value.get(i) if group is not None else None
                 if name is not None and self._in_place(group, i, params[name]):
                     storage[i] = ("param", name)
@@ -304,25 +305,32 @@ class Plan:
         return storage
 
     def _writing_ops(self, outputs):
-        """Op nodes (NumPy only) whose Function `writes_out` and whose result is large: a
-        buffer kept across steps is cheaper than a fresh array, which the allocator may have
-        to fault in page by page each step (the transformer benchmark: ~1,800 of its ~3,500
-        page faults per step were its projections', residual adds' and layer norms' results).
-        Not graph outputs and not parameter updates (those are returned or copied)."""
+        """``[(position, id)]``: the large results (NumPy only) of op nodes whose Function
+        `writes_out`, and of the ``pick`` nodes of their ``vjp``s (written at the vjp's
+        position). A buffer kept across steps is cheaper than a fresh array, which the
+        allocator may have to fault in page by page each step (the transformer benchmark: most
+        of its ~3,500 page faults per step were its projections', residual adds' and layer
+        norms' results). Not graph outputs and not parameter updates (returned or copied)."""
         if self.device is not None or not self.fuse:
             return []
+        nodes = self.graph.nodes
         fused = {i for g in self.groups for i in g.members}
-        updates = set(self.graph.updates.values())
+        skip = fused | set(outputs) | set(self.graph.updates.values())
         found = []
-        for i, node in enumerate(self.graph.nodes):
-            if node.op in STRUCTURAL or i in fused or i in outputs or i in updates:
+        for i, node in enumerate(nodes):
+            at = i
+            if node.op == "pick" and nodes[node.inputs[0]].op == "vjp":
+                at = node.inputs[0]
+                node = nodes[nodes[at].inputs[0]]  # the forward op
+            elif node.op in STRUCTURAL:
                 continue
             t = self.types[i]
-            if isinstance(t, tuple) or t is None or int(np.prod(t.shape)) < PLANNED_ELEMENTS:
+            if i in skip or isinstance(t, tuple) or t is None or \
+                    int(np.prod(t.shape)) < PLANNED_ELEMENTS:
                 continue
             definition = registry.get(node.op)
             if definition is not None and getattr(definition.function, "writes_out", False):
-                found.append(i)
+                found.append((at, i))
         return found
 
     def _in_place(self, group, i, param):

@@ -71,10 +71,11 @@ def vjp_step(plan, i, node):
         for t in plan.types[i]]
     sources = plan.graph.nodes[forward].inputs
     last = plan.fn_users[forward][-1] == i
+    grad_out = _grad_buffers(plan, i, len(needs))
 
     def step(values, fns):
         fn = fns.pop(forward) if last else fns[forward]
-        fn.needs_grad = needs
+        fn.needs_grad, fn.grad_out = needs, grad_out
         gy = values[gy_id]
         if fn.low_dtype is not None:  # its forward ran in float32 (as the tape does)
             gy = gy.astype(np.float32)
@@ -85,6 +86,18 @@ def vjp_step(plan, i, node):
                           for g, t in zip(gxs, targets))
 
     return step
+
+
+def _grad_buffers(plan, i, count):
+    """The planned buffers of vjp node ``i``'s picked gradients (`Function.grad_out`), or
+    None when it has none."""
+    buffers = [None] * count
+    for j in plan.consumers[i]:
+        node = plan.graph.nodes[j]
+        where, array = plan.storage.get(j, (None, None))
+        if node.op == "pick" and where == "buffer":
+            buffers[node.attrs["index"]] = array
+    return tuple(buffers) if any(b is not None for b in buffers) else None
 
 
 def saved_step(plan, i, node):

@@ -147,13 +147,17 @@ class Subtract(Function):
 
 
 class Multiply(Function):
+    writes_out = True
+
     def forward(self, a, b):
         self.a, self.b = a, b = promote(a, b)
-        return a * b
+        return _into(self.xp.multiply, a, b, self.out)
 
     def backward(self, gy):
-        return (gy * self.b if self.needs_grad[0] else None,
-                gy * self.a if self.needs_grad[1] else None)
+        ga, gb = self.grad_out or (None, None)
+        xp = self.xp
+        return (_into(xp.multiply, gy, self.b, ga) if self.needs_grad[0] else None,
+                _into(xp.multiply, gy, self.a, gb) if self.needs_grad[1] else None)
 
 
 class Divide(Function):

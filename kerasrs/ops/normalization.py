@@ -198,8 +198,11 @@ class FusedLayerNorm(Function):
         return y.reshape(self.shape)
 
     def backward(self, gy):
+        out = (self.grad_out or (None,))[0]
+        out = out.reshape(self.x2.shape) if out is not None and out.dtype == gy.dtype else None
         gx, ggamma, gbeta = self.backend.layer_norm_grad(gy.reshape(-1, self.size), self.x2,
-                                                         self.gamma, self.mean, self.rstd)
+                                                         self.gamma, self.mean, self.rstd,
+                                                         out=out)
         return gx.reshape(self.shape), ggamma.reshape(self.gamma_shape), \
             gbeta.reshape(self.gamma_shape)
 

@@ -260,31 +260,47 @@ def test_ops_with_weak_python_scalars_run_directly_with_the_tapes_dtypes():
 
 
 def test_large_op_results_go_to_planned_buffers_and_give_the_same_numbers():
-    """Projections, adds and layer norms (``Function.writes_out``) write large results into
-    buffers kept across steps; the numbers are the unplanned run's, and outputs never alias a
-    buffer the next step overwrites."""
+    """Projections, adds, products and layer norms (``Function.writes_out``) write large
+    results, and their gradients, into buffers kept across steps; the numbers are the
+    unplanned run's, and outputs never alias a buffer the next step overwrites."""
     w = kerasrs.Variable(rng.normal(size=(64, 128)).astype("float32"), name="w")
+    w2 = kerasrs.Variable(rng.normal(size=(128, 128)).astype("float32") / 8, name="w2")
     gamma = kerasrs.Variable(np.ones(128, "float32"), name="gamma")
 
     def f(x):
         h = projection(x, w, activation="relu")           # (512, 128): 65,536 elements
-        r = ops.add(h, projection(x, w))
-        y = ops.layer_normalization(r, gamma, None, epsilon=1e-5)
-        return {"m": ops.mean(y, axis=0), "loss": ops.sum(ops.multiply(y, y)),
-                "g": graph.grad(ops.sum(y * y), w)}
+        r = ops.add(h, projection(h, w2))
+        y = ops.layer_normalization(ops.multiply(r, r), gamma, None, epsilon=1e-5)
+        loss = ops.sum(ops.multiply(y, y))
+        gw, gw2, gg = (graph.grad(loss, v) for v in (w, w2, gamma))
+        return {"m": ops.mean(y, axis=0), "loss": loss, "gw": gw, "gw2": gw2, "gg": gg}
 
     x = rng.normal(size=(512, 64)).astype("float32")
     traced = graph.trace(f, x=x)
     planned = graph.compile(traced)
     plan = planned.plan_for(x=x)
-    kinds = {planned.graph.nodes[i].op for i, (where, _) in plan.storage.items()
-             if where == "buffer"}
-    assert {"projection", "add", "layer_norm"} <= kinds
+    nodes = planned.graph.nodes
+    kinds = {nodes[i].op if nodes[i].op != "pick" else
+             "grad of " + nodes[nodes[nodes[i].inputs[0]].inputs[0]].op
+             for i, (where, _) in plan.storage.items() if where == "buffer"}
+    assert {"projection", "add", "multiply", "layer_norm", "grad of projection",
+            "grad of layer_norm", "grad of multiply"} <= kinds
+    buffers = {i: array for i, (where, array) in plan.storage.items() if where == "buffer"}
+    values = list(plan.template)  # run the steps by hand: who writes into its buffer
+    values[planned.graph.input_ids()["x"]] = x
+    for name, i in plan.param_slots:
+        values[i] = planned.graph.bindings[name].data
+    written, fns = set(), {}
+    for step, _ in plan.steps:
+        step(values, fns)
+        written |= {nodes[i].op for i, array in buffers.items()
+                    if values[i] is not None and np.shares_memory(values[i], array)}
+    assert {"projection", "add", "multiply", "pick"} <= written
     reference = graph.compile(traced, fuse=False)
     first = planned(x=x)
     kept = {k: v.numpy().copy() for k, v in first.items()}
     second = planned(x=x * 2)
-    for name in ("m", "loss", "g"):
+    for name in ("m", "loss", "gw", "gw2", "gg"):
         np.testing.assert_array_equal(first[name].numpy(), kept[name])  # not overwritten
         np.testing.assert_array_equal(second[name].numpy(),
                                       reference(x=x * 2)[name].numpy())

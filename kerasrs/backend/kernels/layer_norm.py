@@ -45,7 +45,7 @@ class Twin:
             return out, mean, rstd
         return y.astype(x.dtype), mean, rstd
 
-    def layer_norm_grad(self, gy, x, gamma, mean, rstd):
+    def layer_norm_grad(self, gy, x, gamma, mean, rstd, out=None):
         """Backward of `layer_norm`.
 
         With ``xhat = (x - mean) * rstd`` and ``g = gy * gamma``:
@@ -56,6 +56,7 @@ class Twin:
             x: ``(n, d)`` the forward input.
             gamma: ``(d,)`` or None.
             mean, rstd: ``(n,)`` from `layer_norm`.
+            out: optional contiguous ``(n, d)`` array of ``gy``'s dtype for ``gx``.
 
         Returns:
             ``(gx, ggamma, gbeta)``: ``gx (n, d)`` of ``gy``'s dtype; ``ggamma = sum_i gy *
@@ -69,6 +70,9 @@ class Twin:
                               - xhat * (g * xhat).mean(axis=1, keepdims=True))
         ggamma = (g32 * xhat).sum(axis=0).astype(gy.dtype)
         gbeta = g32.sum(axis=0).astype(gy.dtype)
+        if out is not None:
+            out[...] = gx
+            return out, ggamma, gbeta
         return gx.astype(gy.dtype), ggamma, gbeta
 
 
@@ -134,13 +138,13 @@ class Cpu:
                           y, mean, rstd, work_per_item=4 * d)
         return y, mean, rstd
 
-    def layer_norm_grad(self, gy, x, gamma, mean, rstd):
+    def layer_norm_grad(self, gy, x, gamma, mean, rstd, out=None):
         if gy.ndim != 2 or x.dtype != gy.dtype or not usable(gy):
-            return super().layer_norm_grad(gy, x, gamma, mean, rstd)
+            return super().layer_norm_grad(gy, x, gamma, mean, rstd, out)
         gy, x = np.ascontiguousarray(gy), np.ascontiguousarray(x)
         d = x.shape[1]
         gamma = np.ones(d, x.dtype) if gamma is None else np.ascontiguousarray(gamma, x.dtype)
-        gx = np.empty_like(gy)
+        gx = np.empty_like(gy) if out is None else out
         mean, rstd = np.ascontiguousarray(mean), np.ascontiguousarray(rstd)
         parts = cpu_threads.bounds(gy.shape[0], 6 * d)
         partial = np.zeros((len(parts), 2, d))
@@ -173,7 +177,7 @@ class Launch:
                          np.int32(gamma is not None), np.int32(beta is not None)))
         return y, mean, rstd
 
-    def layer_norm_grad(self, gy, x, gamma, mean, rstd):
+    def layer_norm_grad(self, gy, x, gamma, mean, rstd, out=None):
         op = "layer_norm_grad"
         check(op, "x", x, ndim=2)
         t = float_type(op, "x", x)
@@ -183,7 +187,7 @@ class Launch:
             check(op, "gamma", gamma, dtype=x.dtype, shape=(d,))
         check(op, "mean", mean, dtype=x.dtype, shape=(n,))
         check(op, "rstd", rstd, dtype=x.dtype, shape=(n,))
-        gx = self.xp.empty_like(x)
+        gx = self.xp.empty_like(x) if out is None else out
         ggamma, gbeta = self.xp.zeros((d,), x.dtype), self.xp.zeros((d,), x.dtype)
         if x.size:
             self.launch("layer_norm", f"layer_norm_bwd<{t}>", (n,),
@@ -204,8 +208,8 @@ class Cuda:
             return super().layer_norm(x, gamma, beta, epsilon, out)
         return self.kernels.layer_norm(self._c(x), self._c(gamma), self._c(beta), epsilon, out)
 
-    def layer_norm_grad(self, gy, x, gamma, mean, rstd):
+    def layer_norm_grad(self, gy, x, gamma, mean, rstd, out=None):
         if not fusable(gy, x, gamma, mean, rstd):
-            return super().layer_norm_grad(gy, x, gamma, mean, rstd)
+            return super().layer_norm_grad(gy, x, gamma, mean, rstd, out)
         return self.kernels.layer_norm_grad(self._c(gy), self._c(x), self._c(gamma),
-                                            self._c(mean), self._c(rstd))
+                                            self._c(mean), self._c(rstd), out)
