@@ -337,7 +337,7 @@ def test_traced_augmentation_layers_match_eager():
                  {"batch_size": 16, "epochs": 2, "shuffle": False}, x=images)
 
 
-# -- steps_per_execution and mixed precision ------------------------------------------------------
+# -- steps_per_execution ------------------------------------------------------
 def test_steps_per_execution_runs_batch_callbacks_per_execution_as_eagerly():
     compile_kw = {"optimizer": "adam", "loss": LOGITS, "steps_per_execution": 3}
     fit_kw = {"batch_size": 16, "epochs": 2, "shuffle": False}
@@ -365,27 +365,3 @@ def test_evaluate_runs_batch_callbacks_per_execution():
     model.evaluate(X, Y, batch_size=10, verbose=0, callbacks=[tests])
     assert tests.seen == [("begin", 0), ("end", 3), ("begin", 4), ("end", 7), ("begin", 8),
                           ("end", 9)]
-
-
-@pytest.fixture
-def mixed_float16():
-    kerasrs.mixed_precision.set_global_policy("mixed_float16")
-    yield
-    kerasrs.dtype_policies.set_dtype_policy(None)
-
-
-def test_loss_scaling_is_refused_under_true_and_runs_eagerly_under_auto(mixed_float16, auto_jit):
-    model = _bn_dropout_mlp()
-    model.compile("adam", LOGITS, jit_compile=True)
-    assert isinstance(model.optimizer, optimizers.LossScaleOptimizer)
-    with pytest.raises(graph.TraceError, match="LossScaleOptimizer \\(dynamic loss scaling, "
-                       "which compile\\(\\) adds under the 'mixed_float16' policy\\)"):
-        model.fit(X, Y, batch_size=16, epochs=1, verbose=0)
-    compile_kw = {"optimizer": "adam", "loss": LOGITS}
-    fit_kw = {"batch_size": 16, "epochs": 1, "shuffle": False}
-    eager, _ = _run(_bn_dropout_mlp, False, compile_kw, fit_kw)
-    with pytest.warns(UserWarning, match="the train step runs eagerly .*LossScaleOptimizer"):
-        auto, _ = _run(_bn_dropout_mlp, "auto", compile_kw, fit_kw)
-    for a, b in zip(eager.weights + eager.optimizer.variables,
-                    auto.weights + auto.optimizer.variables):
-        np.testing.assert_array_equal(b.numpy(), a.numpy(), err_msg=a.path)
