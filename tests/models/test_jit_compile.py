@@ -228,11 +228,12 @@ def test_untraceable_code_raises_under_true_naming_it_and_its_layer(layer, named
 
 def test_a_host_array_augmentation_is_refused_naming_the_layer_and_predict_still_traces():
     images = rng.uniform(0, 255, size=(len(Y), 6, 5, 2)).astype("float32")
-    model = kerasrs.Sequential([layers.Input((6, 5, 2)), layers.RandomRotation(0.2),
+    model = kerasrs.Sequential([layers.Input((6, 5, 2)), layers.RandomPosterization((2, 6)),
                                 layers.Flatten(), layers.Dense(3)])
     model.compile("adam", LOGITS, jit_compile=True)
-    with pytest.raises(graph.TraceError, match="RandomRotation's transform of the raw images "
-                       r"of %0 \(input\).*in layer 'random_rotation' \(RandomRotation\)"):
+    with pytest.raises(graph.TraceError, match="RandomPosterization's transform of the raw "
+                       r"images of %0 \(input\).*in layer 'random_posterization' "
+                       r"\(RandomPosterization\)"):
         model.fit(images, Y, batch_size=16, epochs=1, verbose=0)
     model.predict(images, verbose=0)
     assert [k[0] for k in model._jit.entries] == ["predict"] * 2  # 100 = 6 * 16 + 4 rows
@@ -335,6 +336,30 @@ def test_traced_augmentation_layers_match_eager():
 
     _assert_same(augmenting, {"optimizer": "adam", "loss": LOGITS},
                  {"batch_size": 16, "epochs": 2, "shuffle": False}, x=images)
+
+
+@pytest.mark.parametrize("seed", [None, 5])
+def test_geometric_augmentation_draws_anew_on_every_replayed_step_as_eagerly(seed):
+    """Rotation, translation, zoom, shear (affine resampling in ops) and a random crop draw
+    with a graph op: the replayed fit gives the eager weights (each step augments anew);
+    CenterCrop and Resizing trace too (predict and evaluate replay)."""
+    images = rng.uniform(0, 255, size=(len(Y), 2, 9, 8)).astype("float32")  # channels_first
+
+    def augmenting():
+        first = {"data_format": "channels_first", "seed": seed}
+        return kerasrs.Sequential([
+            layers.Input((2, 9, 8)), layers.RandomRotation(0.2, **first),
+            layers.RandomTranslation(0.2, (-0.1, 0.3), fill_mode="constant", **first),
+            layers.RandomZoom(0.3, 0.2, interpolation="nearest", fill_mode="wrap", **first),
+            layers.RandomShear(0.3, 0.2, fill_mode="nearest", **first),
+            layers.RandomCrop(7, 6, **first), layers.CenterCrop(6, 6, "channels_first"),
+            layers.Resizing(5, 4, data_format="channels_first"), layers.Rescaling(1 / 255),
+            layers.Flatten(), layers.Dense(3)])
+
+    model = _assert_same(augmenting, {"optimizer": "adam", "loss": LOGITS},
+                         {"batch_size": 16, "epochs": 2, "shuffle": False}, x=images)
+    entry = next(e for k, e in model._jit.entries.items() if k[0] == "train")
+    assert sum(n.op == "random_draw" for n in entry.traced.nodes) == 5
 
 
 # -- steps_per_execution ------------------------------------------------------
