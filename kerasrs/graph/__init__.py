@@ -13,9 +13,9 @@ nodes to use) and ops named by the registry (`register_op`). In five steps::
 
 (`compile` does the second and third steps itself.) Inside ``step``, `grad`, `assign`,
 `constant` (an array or a ``.npy`` file) and `already_computed` add gradient, update, constant
-and assertion nodes (`updates_if` makes a block's updates conditional); `trace_train_step` builds a whole training step for a model, an optimizer
-and a loss. `register_op` makes a `Function` subclass of another package traceable,
-differentiable and serializable.
+and assertion nodes, and `updates_if` makes a block's updates conditional; `trace_train_step`
+builds a whole training step for a model, an optimizer and a loss. `register_op` makes a
+`Function` subclass of another package traceable, differentiable and serializable.
 """
 
 from kerasrs.graph import builtin_ops, files, ir, program, text

@@ -4,13 +4,16 @@ Each draws random parameters per image (per batch for `RandomCrop`) when trainin
 a deterministic transform (`transform`, reusable with chosen parameters); in inference
 (``training=False``, as in ``predict`` and ``evaluate``) the images pass through unchanged
 (`RandomCrop` crops the centre). A direct call ``layer(images)`` trains, as in Keras. With
-``seed`` a model with seeded augmentation repeats its augmentations run after run; without it,
-a layer draws from a stream `kerasrs.utils.set_random_seed` seeds (NumPy's global generator
-for the layers that transform on the host, see below). Images are ``(batch, H, W, C)`` or ``(H, W, C)``
-(``data_format="channels_last"``; "channels_first" is accepted too).
+``seed`` a model with seeded augmentation repeats its augmentations run after run; without
+it, a layer draws from a stream `kerasrs.utils.set_random_seed` seeds (NumPy's global
+generator for the layers that transform on the host, see below). Images are
+``(batch, H, W, C)`` or ``(H, W, C)`` (``data_format="channels_last"``; "channels_first" is
+accepted too).
 
 In training, `RandomFlip`, `RandomRotation`, `RandomTranslation`, `RandomZoom`,
-`RandomShear`, `RandomContrast`, `RandomBrightness` and `RandomCrop` compute in kerasrs ops and draw from a
+`RandomShear`, `RandomContrast`, `RandomBrightness`, `RandomCrop` and the colour layers marked
+``TRACED`` (`RandomGrayscale`, `RandomInvert`, `Solarization`, `RandomSaturation`,
+`RandomColorDegeneration`) compute in kerasrs ops and draw from a
 `kerasrs.random.SeedGenerator` (its ``seed``, or one drawn from the stream ``set_random_seed``
 seeds) through a graph op, so ``compile(jit_compile=True)`` traces them and a replayed step
 augments each batch anew, as eagerly (a ``seed`` then gives the same augmentations eagerly and
@@ -24,7 +27,7 @@ import math
 
 import numpy as np
 
-from kerasrs import ops, random
+from kerasrs import autodiff, ops, random
 from kerasrs.layers.base import Layer
 from kerasrs.layers.core import random_draw
 from kerasrs.layers.preprocessing import image
@@ -34,14 +37,56 @@ __all__ = ["RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "R
            "RandomBrightness", "RandomCrop"]
 
 
+class _TracedRandom:
+    """What `draw` uses of a NumPy Generator (``random(n)``, ``uniform(low, high, n)``), drawn
+    by the graph op `kerasrs.layers.core.random_draw` from a layer's seed generator: float64
+    Tensors, new numbers at every call and in every replayed step."""
+
+    def __init__(self, generator, backend):
+        self.generator, self.backend = generator, backend
+
+    def random(self, n):
+        return random_draw(self.generator, "uniform", (int(n),), "float64", self.backend)
+
+    def uniform(self, low, high, n):
+        return self.random(n) * (high - low) + low
+
+
+class _OpsArrays:
+    """`kerasrs.ops` in the place of an array module (``xp``) for `transform`, on
+    ``backend``: what it computes on Tensors is recorded (``asarray`` of host values makes a
+    constant)."""
+
+    remainder = staticmethod(ops.mod)  # NumPy's name
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def __getattr__(self, name):
+        return getattr(ops, name)
+
+    def asarray(self, values, dtype=None):
+        if not isinstance(values, autodiff.Tensor):
+            values = constant(self.backend.asarray(np.asarray(values, dtype)), self.backend)
+        return values if dtype is None else ops.cast(values, dtype)
+
+
 class _RandomImageLayer(Layer):
-    """Seeding, training switch and layout handling shared by the augmentation layers."""
+    """Seeding, training switch and layout handling shared by the augmentation layers.
+
+    A subclass with ``TRACED = True`` has a ``draw`` and a ``transform`` that also run on
+    `_TracedRandom` and `_OpsArrays`: it trains in kerasrs ops, drawing from its
+    ``seed_generator`` (a graph traces it)."""
+
+    TRACED = False
 
     def __init__(self, seed=None, data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.seed = seed
         self.data_format = image.check_data_format(self.name, data_format)
         self._rng = None
+        if self.TRACED:
+            self.seed_generator = random.SeedGenerator(seed)
 
     def _generator(self):
         if self.seed is None:
@@ -52,6 +97,9 @@ class _RandomImageLayer(Layer):
 
     def call(self, inputs, training=True):
         x, undo = image.to_nhwc(self.name, inputs, self.data_format)
+        if training and self.TRACED:
+            return image.in_nhwc(ops.cast(inputs, self.compute_dtype), self.data_format,
+                                 self._traced)
         if not training and type(self).inference is _RandomImageLayer.inference:
             return ops.cast(inputs, self.compute_dtype)  # in ops: an inference graph traces
         inputs._report_host_read(f"{type(self).__name__}'s transform of the raw images")
@@ -61,6 +109,10 @@ class _RandomImageLayer(Layer):
         else:
             x = self.inference(inputs.backend.xp, x)
         return constant(undo(x), inputs.backend)
+
+    def _traced(self, x):
+        draws = self.draw(_TracedRandom(self.seed_generator, x.backend), x.shape)
+        return self.transform(_OpsArrays(x.backend), x, draws)
 
     def inference(self, xp, x):
         return x

@@ -107,6 +107,8 @@ class RandomGrayscale(_RandomImageLayer):
         seed, data_format: see `kerasrs.layers.preprocessing.augmentation`.
     """
 
+    TRACED = True
+
     def __init__(self, factor=0.5, data_format=None, seed=None, **kwargs):
         super().__init__(seed, data_format, **kwargs)
         if not 0 <= factor <= 1:
@@ -133,6 +135,8 @@ class RandomInvert(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
+    TRACED = True
+
     def __init__(self, factor=1.0, value_range=(0, 255), seed=None, data_format=None,
                  **kwargs):
         super().__init__(factor, value_range, data_format, seed, **kwargs)
@@ -156,6 +160,8 @@ class Solarization(_RandomImageLayer):
         threshold_factor: as ``addition_factor``, for the threshold. Defaults to 0.
         value_range, seed: see the module docstring.
     """
+
+    TRACED = True
 
     def __init__(self, addition_factor=0.0, threshold_factor=0.0, value_range=(0, 255),
                  seed=None, **kwargs):
@@ -224,6 +230,8 @@ class RandomSaturation(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
+    TRACED = True
+
     def draw(self, rng, shape):
         f = rng.uniform(*self._range, shape[0])
         return {"factor": f / (1 - f + 1e-7)}
@@ -263,6 +271,8 @@ class RandomColorDegeneration(_ColorLayer):
             1 makes it gray.
         value_range, seed, data_format: see the module docstring.
     """
+
+    TRACED = True
 
     def transform(self, xp, x, params):
         f = _per_image(xp, params["factor"], x)
