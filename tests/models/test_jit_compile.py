@@ -371,13 +371,14 @@ def test_colour_augmentation_draws_anew_on_every_replayed_step_as_eagerly(seed):
         return kerasrs.Sequential([
             layers.Input((5, 4, 3)), layers.RandomGrayscale(0.5, seed=seed),
             layers.RandomInvert(0.3, seed=seed), layers.Solarization(0.2, 0.5, seed=seed),
-            layers.RandomSaturation(0.4, seed=seed), layers.RandomColorDegeneration(0.3, seed=seed),
-            layers.Rescaling(1 / 255), layers.Flatten(), layers.Dense(3)])
+            layers.RandomSaturation(0.4, seed=seed), layers.RandomHue(0.3, seed=seed),
+            layers.RandomColorDegeneration(0.3, seed=seed), layers.Rescaling(1 / 255),
+            layers.Flatten(), layers.Dense(3)])
 
     model = _assert_same(colouring, {"optimizer": "adam", "loss": LOGITS},
                          {"batch_size": 16, "epochs": 2, "shuffle": False}, x=images)
     entry = next(e for k, e in model._jit.entries.items() if k[0] == "train")
-    assert sum(n.op == "random_draw" for n in entry.traced.nodes) == 7
+    assert sum(n.op == "random_draw" for n in entry.traced.nodes) == 9
 
 
 # -- steps_per_execution ------------------------------------------------------

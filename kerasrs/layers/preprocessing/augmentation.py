@@ -13,7 +13,7 @@ accepted too).
 In training, `RandomFlip`, `RandomRotation`, `RandomTranslation`, `RandomZoom`,
 `RandomShear`, `RandomContrast`, `RandomBrightness`, `RandomCrop` and the colour layers marked
 ``TRACED`` (`RandomGrayscale`, `RandomInvert`, `Solarization`, `RandomSaturation`,
-`RandomColorDegeneration`) compute in kerasrs ops and draw from a
+`RandomHue`, `RandomColorDegeneration`) compute in kerasrs ops and draw from a
 `kerasrs.random.SeedGenerator` (its ``seed``, or one drawn from the stream ``set_random_seed``
 seeds) through a graph op, so ``compile(jit_compile=True)`` traces them and a replayed step
 augments each batch anew, as eagerly (a ``seed`` then gives the same augmentations eagerly and

@@ -251,8 +251,10 @@ class RandomHue(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
+    TRACED = True
+
     def draw(self, rng, shape):
-        sign = np.where(rng.random(shape[0]) > 0.5, -1.0, 1.0)
+        sign = 1.0 - 2.0 * (rng.random(shape[0]) > 0.5)  # -1 or 1 (arrays and Tensors)
         return {"factor": sign * rng.uniform(*self._range, shape[0]) * 0.5}
 
     def transform(self, xp, x, params):
