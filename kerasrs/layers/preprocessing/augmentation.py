@@ -13,7 +13,7 @@ accepted too).
 In training, `RandomFlip`, `RandomRotation`, `RandomTranslation`, `RandomZoom`,
 `RandomShear`, `RandomContrast`, `RandomBrightness`, `RandomCrop` and the colour layers marked
 ``TRACED`` (`RandomGrayscale`, `RandomInvert`, `Solarization`, `RandomSaturation`,
-`RandomHue`, `RandomColorDegeneration`) compute in kerasrs ops and draw from a
+`RandomHue`, `RandomColorDegeneration`, `RandomPosterization`, `RandomSharpness`) compute in kerasrs ops and draw from a
 `kerasrs.random.SeedGenerator` (its ``seed``, or one drawn from the stream ``set_random_seed``
 seeds) through a graph op, so ``compile(jit_compile=True)`` traces them and a replayed step
 augments each batch anew, as eagerly (a ``seed`` then gives the same augmentations eagerly and
@@ -38,7 +38,7 @@ __all__ = ["RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "R
 
 
 class _TracedRandom:
-    """What `draw` uses of a NumPy Generator (``random(n)``, ``uniform(low, high, n)``), drawn
+    """What `draw` uses of a NumPy Generator (``random``, ``uniform``, ``integers``), drawn
     by the graph op `kerasrs.layers.core.random_draw` from a layer's seed generator: float64
     Tensors, new numbers at every call and in every replayed step."""
 
@@ -50,6 +50,9 @@ class _TracedRandom:
 
     def uniform(self, low, high, n):
         return self.random(n) * (high - low) + low
+
+    def integers(self, low, high, n):
+        return ops.cast(ops.floor(self.random(n) * (high - low)), "int64") + low
 
 
 class _OpsArrays:

@@ -291,6 +291,7 @@ class RandomPosterization(_ColorLayer):
     """
 
     _bounds = (1, 8)  # factor counts bits
+    TRACED = True
 
     def draw(self, rng, shape):
         low, high = int(self._range[0]), int(self._range[1])
@@ -298,7 +299,7 @@ class RandomPosterization(_ColorLayer):
         return {"bits": bits}
 
     def transform(self, xp, x, params):
-        shift = xp.asarray(8 - np.asarray(params["bits"]), "uint8").reshape(-1, 1, 1, 1)
+        shift = xp.asarray(8 - xp.asarray(params["bits"]), "uint8").reshape(-1, 1, 1, 1)
         y = rescale(x, self.value_range, (0, 255)).astype("uint8")
         y = xp.left_shift(xp.right_shift(y, shift), shift).astype(x.dtype)
         return rescale(y, (0, 255), self.value_range)
@@ -313,6 +314,8 @@ class RandomSharpness(_ColorLayer):
         factor: a number ``f`` (``[-f, f]``) or a pair, in [-1, 1].
         value_range, seed, data_format: see the module docstring.
     """
+
+    TRACED = True
 
     def transform(self, xp, x, params):
         height, width = x.shape[1:3]
