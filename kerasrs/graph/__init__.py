@@ -13,9 +13,9 @@ nodes to use) and ops named by the registry (`register_op`). In five steps::
 
 (`compile` does the second and third steps itself.) Inside ``step``, `grad`, `assign`,
 `constant` (an array or a ``.npy`` file) and `already_computed` add gradient, update, constant
-and assertion nodes; `trace_train_step` builds a whole training step for a model, an optimizer
-and a loss. `register_op` makes a `Function` subclass of another package traceable,
-differentiable and serializable.
+and assertion nodes, and `updates_if` makes a block's updates conditional; `trace_train_step`
+builds a whole training step for a model, an optimizer and a loss. `register_op` makes a
+`Function` subclass of another package traceable, differentiable and serializable.
 """
 
 from kerasrs.graph import builtin_ops, files, ir, program, text
@@ -28,7 +28,7 @@ from kerasrs.graph.program import Program, compile  # noqa: F401,A004
 from kerasrs.graph.registry import OpDef, register_op  # noqa: F401
 from kerasrs.graph.text import parse  # noqa: F401
 from kerasrs.graph.tracing import (TraceError, Tracer, already_computed, assign,  # noqa: F401
-                                   constant, grad, trace)
+                                   constant, grad, trace, updates_if)
 from kerasrs.graph.train_step import (UpdateRule, hyper_feeds, register_update_rule,  # noqa: F401
                                       trace_train_step)
 

@@ -28,6 +28,7 @@ in the graph), `assign` declares a parameter update, and `already_computed` mark
 must be computed elsewhere anyway.
 """
 
+import contextlib
 import inspect
 import os
 import sys
@@ -140,7 +141,29 @@ def assign(variable, value):
     if want != got:
         raise TraceError(f"kerasrs.graph.assign: {variable.path!r} is {want}; the new value must "
                          f"have that shape and dtype (cast it first). Received: {got}")
-    tracer.updates[tracer.builder.nodes[param].name] = node
+    name = tracer.builder.nodes[param].name
+    tracer.updates[name] = tracer.guarded(name, node)
+
+
+@contextlib.contextmanager
+def updates_if(condition):
+    """Inside `trace`: the updates declared in the block (`assign`, ``Variable.assign``) take
+    effect only when ``condition`` (a traced 0-d bool Tensor) holds. Each becomes
+    ``where(condition, new, old)``, ``old`` being what the variable would hold after the run
+    without it: a decision taken in the graph, with no branch (dynamic loss scaling skips a step
+    this way). Not nested.
+
+    Raises:
+        RuntimeError: outside `trace`, or inside another ``updates_if``.
+    """
+    tracer = _current("updates_if")
+    if tracer._guard is not None:
+        raise RuntimeError("kerasrs.graph.updates_if: already inside an updates_if block.")
+    tracer._guard = tracer.node_of(condition, "updates_if", 0)
+    try:
+        yield
+    finally:
+        tracer._guard = None
 
 
 def constant(value):
@@ -204,6 +227,7 @@ class Tracer:
         self._assigned = {}  # id(variable) -> node id of the value a Variable.assign gave it
         self._addresses = {}  # data address -> [(array, node id)], to find views of known values
         self._declared = {}   # data address -> array made by kerasrs.ops.core.constant
+        self._guard = None    # node id of the condition of `updates_if`, inside its block
 
     def trace(self, fn, *args, **kwargs):
         """`trace` with this tracer (see there)."""
@@ -355,8 +379,20 @@ class Tracer:
                 node = self.node_of(value, how, 1)
         finally:
             context.autocast.reset(token)
-        self.updates[self.builder.nodes[self.parameter(variable)].name] = node
+        name = self.builder.nodes[self.parameter(variable)].name
+        node = self.updates[name] = self.guarded(name, node)
         self._assigned[id(variable)] = node  # later reads see it, as eagerly
+
+    def guarded(self, name, node):
+        """The update ``node`` of parameter ``name``, under `updates_if`'s condition if one
+        holds: ``where(condition, node, old)`` (``old``: its earlier update, else itself)."""
+        if self._guard is None:
+            return node
+        old = self.updates.get(name)
+        if old is None:
+            old = self._params[id(self.bindings[name])]
+        return self.builder.add("where", (self._guard, node, old), type=self.builder.type(node),
+                                site=_site())
 
     def _update_node(self, value, how):
         """The node of an assigned value; a value computed outside recorded ops is a problem

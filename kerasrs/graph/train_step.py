@@ -57,13 +57,6 @@ def update_rule(optimizer):
         NotImplementedError: naming the optimizer or the option that has no graph form.
     """
     rule = UPDATE_RULES.get(type(optimizer))
-    if rule is None and getattr(optimizer, "skips_non_finite_steps", False):
-        raise NotImplementedError(
-            f"kerasrs.graph: no graph update rule for optimizer {type(optimizer).__name__} "
-            "(dynamic loss scaling, which compile() adds under the 'mixed_float16' policy); it "
-            "skips a step whose gradients hold inf or NaN, a decision a replayed graph does not "
-            "take. Train with jit_compile=False, or use the 'mixed_bfloat16' policy (no loss "
-            f"scaling). Received: {optimizer!r}")
     if rule is None:
         names = sorted(cls.__name__ for cls in UPDATE_RULES)
         raise NotImplementedError(f"kerasrs.graph: no graph update rule for optimizer "

@@ -26,10 +26,12 @@ import numpy as np
 
 from kerasrs import graph, ops
 from kerasrs.graph import tracing
+from kerasrs.graph.train_step import update_rule
 from kerasrs.optimizers.adagrad import Adagrad
 from kerasrs.optimizers.adam import Adam, AdamW
 from kerasrs.optimizers.adamax import Adamax
 from kerasrs.optimizers.lion import Lion
+from kerasrs.optimizers.loss_scale_optimizer import LossScaleOptimizer
 from kerasrs.optimizers.nadam import Nadam
 from kerasrs.optimizers.rmsprop import RMSprop
 from kerasrs.optimizers.sgd import SGD
@@ -297,7 +299,71 @@ class NadamRule(Rule):
         return w - m_hat / denominator * _in(hyper["learning_rate"], variable)
 
 
+class LossScaleRule(graph.UpdateRule):
+    """`LossScaleOptimizer` (dynamic loss scaling) with no branch in the graph:
+
+        finite = all(isfinite(g) for every gradient g of the scaled loss)
+        every update of the inner optimizer's rule (weights, slots, ``iterations``):
+            where(finite, new, old)           (`kerasrs.graph.updates_if`)
+        step_counter = where(finite and counter + 1 < dynamic_growth_steps, counter + 1, 0)
+        dynamic_scale = where(finite, where(counter + 1 >= dynamic_growth_steps, 2 s, s),
+                              max(s / 2, floor))
+
+    the inner rule seeing the gradients divided by the scale (in float32 at least), as
+    `LossScaleOptimizer.apply` gives them to the inner optimizer.
+
+    The host values: the inner rule's (learning rate, Adam's bias correction...) depend on the
+    inner ``iterations``, which a skipped step leaves as it was. They are computed before each
+    run from the variable itself, which the previous run updated in place: a skip is already
+    in it, and these values are the eager step's bit for bit without reading back a flag (the
+    read of ``iterations`` is the one every rule makes). The skip bookkeeping of the eager
+    step (its warning when the scale is stuck at its floor) is done there too, one step late:
+    ``iterations`` not advanced since the previous run means that run skipped, at the scale
+    read before it.
+    """
+
+    def check(self, optimizer):
+        update_rule(optimizer.inner_optimizer)
+
+    def host_values(self, optimizer):
+        inner = optimizer.inner_optimizer
+        step, scale = int(inner.iterations.data), float(optimizer.dynamic_scale.data)
+        seen = optimizer.__dict__.get("_replayed")
+        if seen is not None:
+            optimizer._note_step(step != seen[0], seen[1])
+        optimizer._replayed = (step, scale)
+        return update_rule(inner).host_values(inner)
+
+    def record(self, optimizer, variables, grads, hyper):
+        inner, scale = optimizer.inner_optimizer, optimizer.dynamic_scale
+        finite = tracing.constant(np.array(True))
+        for g in grads:
+            if g is not None:
+                finite = ops.logical_and(finite, ops.min(ops.isfinite(g)))
+        unscaled = [None if g is None else _unscale(g, scale) for g in grads]
+        with tracing.updates_if(finite):
+            new = update_rule(inner).record(inner, variables, unscaled, hyper)
+        counter = optimizer.step_counter + 1
+        grow = ops.greater_equal(counter, optimizer.dynamic_growth_steps)
+        tracing.assign(optimizer.step_counter,
+                       ops.where(ops.logical_and(finite, ops.logical_not(grow)), counter,
+                                 ops.zeros_like(counter)))
+        tracing.assign(scale, ops.where(finite, ops.where(grow, scale * 2.0, scale),
+                                        ops.maximum(scale / 2.0, optimizer.floor)))
+        return [value if value is w else ops.where(finite, value, w)
+                for w, value in zip(variables, new)]
+
+
+def _unscale(g, scale):
+    """``g / scale`` as `LossScaleOptimizer.apply` computes it: in float32 for a narrower
+    gradient, else in the gradient's dtype (the scale read as a Python float)."""
+    if np.dtype(g.dtype).itemsize < 4:
+        g = ops.cast(g, "float32")
+    return g / ops.cast(scale, g.dtype)
+
+
 RULES = {SGD: SGDRule(), Adam: AdamRule(), AdamW: AdamRule(), RMSprop: RMSpropRule(),
-         Adagrad: AdagradRule(), Adamax: AdamaxRule(), Lion: LionRule(), Nadam: NadamRule()}
+         Adagrad: AdagradRule(), Adamax: AdamaxRule(), Lion: LionRule(), Nadam: NadamRule(),
+         LossScaleOptimizer: LossScaleRule()}
 for _cls, _rule in RULES.items():
     graph.register_update_rule(_cls, _rule)

@@ -21,7 +21,7 @@ TensorFlow's and Keras's LossScaleOptimizer):
 
 import warnings
 
-from kerasrs import autodiff
+from kerasrs import autodiff, ops
 from kerasrs import backend as backend_module
 from kerasrs.optimizers import serialization
 from kerasrs.optimizers.base import Optimizer
@@ -126,8 +126,11 @@ class LossScaleOptimizer(Optimizer):
         self.built = True
 
     def scale_loss(self, loss):
-        """``loss * dynamic_scale``: differentiate this, then `apply` unscales the gradients."""
-        return loss * float(self.dynamic_scale.data)
+        """``loss * dynamic_scale``: differentiate this, then `apply` unscales the gradients.
+        The scale is read as a Tensor (cast to the loss's dtype, as a Python float would be),
+        so that a traced step reads the variable, not this step's value."""
+        loss = autodiff.convert_to_tensor(loss)
+        return loss * ops.cast(self.dynamic_scale, loss.dtype)
 
     def set_weights(self, weights):
         own = len(self._variables)
@@ -148,13 +151,10 @@ class LossScaleOptimizer(Optimizer):
                 if not self.inner_optimizer.built and trainable_variables is not None:
                     self.inner_optimizer.build(list(trainable_variables))
                 self.step_counter.data[...] = 0
-                floor = min(1.0, self.initial_scale)
-                self.dynamic_scale.data[...] = max(scale / 2.0, floor)
-                self._skipped += 1
-                if scale <= floor and self._skipped > 1 and not self._warned:
-                    self._warn_stuck(scale)
+                self.dynamic_scale.data[...] = max(scale / 2.0, self.floor)
+                self._note_step(False, scale)
                 return
-            self._skipped, self._warned = 0, False
+            self._note_step(True, scale)
             unscaled = [None if a is None else a.astype("float32") / scale
                         if a.dtype.itemsize < 4 else a / scale for a in arrays]
             self.inner_optimizer.apply(unscaled, trainable_variables)
@@ -165,14 +165,28 @@ class LossScaleOptimizer(Optimizer):
                 self.step_counter.data += 1
         self.built = self.inner_optimizer.built
 
+    @property
+    def floor(self):
+        """The smallest scale: 1.0, or ``initial_scale`` if that is smaller."""
+        return min(1.0, self.initial_scale)
+
+    def _note_step(self, applied, scale):
+        """Count the skipped steps in a row (``scale``: the one the step ran with) and warn
+        once per run of them that reached the scale's floor."""
+        if applied:
+            self._skipped, self._warned = 0, False
+            return
+        self._skipped += 1
+        if scale <= self.floor and self._skipped > 1 and not self._warned:
+            self._warn_stuck(scale)
+
     def _warn_stuck(self, scale):
-        """Warn once per run of skipped steps that reached the scale's floor."""
         warnings.warn(f"LossScaleOptimizer: {self._skipped} steps in a row were skipped because "
                       f"their gradients hold inf or NaN, and the loss scale is at its floor "
                       f"({scale:g}), so no smaller scale can help: the non-finite values come "
                       "from the data or the model (check the inputs for NaN/inf, lower the "
                       "learning rate). Training makes no progress while this lasts.",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=4)
         self._warned = True
 
     def finalize_variable_values(self, var_list):

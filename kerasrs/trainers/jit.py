@@ -13,7 +13,8 @@ eagerly; each step is replayed by itself) and saving (the programs update the mo
 In the graph: the forward pass in training mode (dropout masks drawn from the eager stream,
 BatchNormalization's moving statistics as graph updates, masks and mixed-precision casts as
 ops), ``compute_loss``, the gradients and the optimizer's update (its rule in
-`kerasrs.optimizers.graph_rules`, with the learning rate fed on every step).
+`kerasrs.optimizers.graph_rules`, with the learning rate fed on every step; under
+``mixed_float16`` the loss scaling's skip of a non-finite step as ``where`` updates).
 
 A step is trusted only after it was traced twice: on its first batch (which the new program
 then runs) and again on the next batch of the same signature. The two graphs must be equal;
@@ -111,16 +112,18 @@ class JitSteps:
             variables = model._train_variables = model.trainable_weights
         try:
             feeds = self._feeds(x, y, sample_weight)
+            if variables and not model.optimizer.built:  # the host values read its state
+                model.optimizer.build(variables)
             feeds.update(hyper_feeds(model.optimizer, variables[0].backend) if variables
                          else {})
         except NotImplementedError as e:
             return self._fall_back("train", e)
         key = ("train", real, _signature(feeds), tuple(id(v) for v in variables))
-        entry = self._entry(key, feeds, lambda: self._train_fn((x, y, sample_weight), real,
-                                                               variables))
-        if entry is None:
-            return None
-        with _quiet(model.optimizer):
+        with _quiet(model.optimizer):  # a trace runs the step too
+            entry = self._entry(key, feeds, lambda: self._train_fn((x, y, sample_weight),
+                                                                   real, variables))
+            if entry is None:
+                return None
             out = entry.program(**feeds)
         if real is not None:
             x, y, sample_weight = (data_adapter.slice_struct(s, slice(0, real))

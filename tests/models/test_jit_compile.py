@@ -228,11 +228,12 @@ def test_untraceable_code_raises_under_true_naming_it_and_its_layer(layer, named
 
 def test_a_host_array_augmentation_is_refused_naming_the_layer_and_predict_still_traces():
     images = rng.uniform(0, 255, size=(len(Y), 6, 5, 2)).astype("float32")
-    model = kerasrs.Sequential([layers.Input((6, 5, 2)), layers.RandomRotation(0.2),
+    model = kerasrs.Sequential([layers.Input((6, 5, 2)), layers.RandomGaussianBlur(),
                                 layers.Flatten(), layers.Dense(3)])
     model.compile("adam", LOGITS, jit_compile=True)
-    with pytest.raises(graph.TraceError, match="RandomRotation's transform of the raw images "
-                       r"of %0 \(input\).*in layer 'random_rotation' \(RandomRotation\)"):
+    with pytest.raises(graph.TraceError, match="RandomGaussianBlur's transform of the raw "
+                       r"images of %0 \(input\).*in layer 'random_gaussian_blur' "
+                       r"\(RandomGaussianBlur\)"):
         model.fit(images, Y, batch_size=16, epochs=1, verbose=0)
     model.predict(images, verbose=0)
     assert [k[0] for k in model._jit.entries] == ["predict"] * 2  # 100 = 6 * 16 + 4 rows
@@ -337,7 +338,51 @@ def test_traced_augmentation_layers_match_eager():
                  {"batch_size": 16, "epochs": 2, "shuffle": False}, x=images)
 
 
-# -- steps_per_execution and mixed precision ------------------------------------------------------
+@pytest.mark.parametrize("seed", [None, 5])
+def test_geometric_augmentation_draws_anew_on_every_replayed_step_as_eagerly(seed):
+    """Rotation, translation, zoom, shear (affine resampling in ops) and a random crop draw
+    with a graph op: the replayed fit gives the eager weights (each step augments anew);
+    CenterCrop and Resizing trace too (predict and evaluate replay)."""
+    images = rng.uniform(0, 255, size=(len(Y), 2, 9, 8)).astype("float32")  # channels_first
+
+    def augmenting():
+        first = {"data_format": "channels_first", "seed": seed}
+        return kerasrs.Sequential([
+            layers.Input((2, 9, 8)), layers.RandomRotation(0.2, **first),
+            layers.RandomTranslation(0.2, (-0.1, 0.3), fill_mode="constant", **first),
+            layers.RandomZoom(0.3, 0.2, interpolation="nearest", fill_mode="wrap", **first),
+            layers.RandomShear(0.3, 0.2, fill_mode="nearest", **first),
+            layers.RandomCrop(7, 6, **first), layers.CenterCrop(6, 6, "channels_first"),
+            layers.Resizing(5, 4, data_format="channels_first"), layers.Rescaling(1 / 255),
+            layers.Flatten(), layers.Dense(3)])
+
+    model = _assert_same(augmenting, {"optimizer": "adam", "loss": LOGITS},
+                         {"batch_size": 16, "epochs": 2, "shuffle": False}, x=images)
+    entry = next(e for k, e in model._jit.entries.items() if k[0] == "train")
+    assert sum(n.op == "random_draw" for n in entry.traced.nodes) == 5
+
+
+@pytest.mark.parametrize("seed", [None, 2])
+def test_colour_augmentation_draws_anew_on_every_replayed_step_as_eagerly(seed):
+    """Colour layers whose draw and transform run on ops (TRACED) train in the graph."""
+    images = rng.uniform(0, 255, size=(len(Y), 5, 4, 3)).astype("float32")
+
+    def colouring():
+        return kerasrs.Sequential([
+            layers.Input((5, 4, 3)), layers.RandomGrayscale(0.5, seed=seed),
+            layers.RandomInvert(0.3, seed=seed), layers.Solarization(0.2, 0.5, seed=seed),
+            layers.RandomSaturation(0.4, seed=seed), layers.RandomHue(0.3, seed=seed),
+            layers.RandomColorDegeneration(0.3, seed=seed),
+            layers.RandomPosterization((2, 6), seed=seed), layers.RandomSharpness(0.4, seed=seed),
+            layers.Rescaling(1 / 255), layers.Flatten(), layers.Dense(3)])
+
+    model = _assert_same(colouring, {"optimizer": "adam", "loss": LOGITS},
+                         {"batch_size": 16, "epochs": 2, "shuffle": False}, x=images)
+    entry = next(e for k, e in model._jit.entries.items() if k[0] == "train")
+    assert sum(n.op == "random_draw" for n in entry.traced.nodes) == 11
+
+
+# -- steps_per_execution ------------------------------------------------------
 def test_steps_per_execution_runs_batch_callbacks_per_execution_as_eagerly():
     compile_kw = {"optimizer": "adam", "loss": LOGITS, "steps_per_execution": 3}
     fit_kw = {"batch_size": 16, "epochs": 2, "shuffle": False}
@@ -365,27 +410,3 @@ def test_evaluate_runs_batch_callbacks_per_execution():
     model.evaluate(X, Y, batch_size=10, verbose=0, callbacks=[tests])
     assert tests.seen == [("begin", 0), ("end", 3), ("begin", 4), ("end", 7), ("begin", 8),
                           ("end", 9)]
-
-
-@pytest.fixture
-def mixed_float16():
-    kerasrs.mixed_precision.set_global_policy("mixed_float16")
-    yield
-    kerasrs.dtype_policies.set_dtype_policy(None)
-
-
-def test_loss_scaling_is_refused_under_true_and_runs_eagerly_under_auto(mixed_float16, auto_jit):
-    model = _bn_dropout_mlp()
-    model.compile("adam", LOGITS, jit_compile=True)
-    assert isinstance(model.optimizer, optimizers.LossScaleOptimizer)
-    with pytest.raises(graph.TraceError, match="LossScaleOptimizer \\(dynamic loss scaling, "
-                       "which compile\\(\\) adds under the 'mixed_float16' policy\\)"):
-        model.fit(X, Y, batch_size=16, epochs=1, verbose=0)
-    compile_kw = {"optimizer": "adam", "loss": LOGITS}
-    fit_kw = {"batch_size": 16, "epochs": 1, "shuffle": False}
-    eager, _ = _run(_bn_dropout_mlp, False, compile_kw, fit_kw)
-    with pytest.warns(UserWarning, match="the train step runs eagerly .*LossScaleOptimizer"):
-        auto, _ = _run(_bn_dropout_mlp, "auto", compile_kw, fit_kw)
-    for a, b in zip(eager.weights + eager.optimizer.variables,
-                    auto.weights + auto.optimizer.variables):
-        np.testing.assert_array_equal(b.numpy(), a.numpy(), err_msg=a.path)

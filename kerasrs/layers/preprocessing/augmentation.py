@@ -4,24 +4,30 @@ Each draws random parameters per image (per batch for `RandomCrop`) when trainin
 a deterministic transform (`transform`, reusable with chosen parameters); in inference
 (``training=False``, as in ``predict`` and ``evaluate``) the images pass through unchanged
 (`RandomCrop` crops the centre). A direct call ``layer(images)`` trains, as in Keras. With
-``seed`` a layer draws from its own NumPy generator, so a model with seeded augmentation
-repeats its augmentations run after run; without it, from NumPy's global generator (seeded by
-`kerasrs.utils.set_random_seed`). Images are ``(batch, H, W, C)`` or ``(H, W, C)``
-(``data_format="channels_last"``; "channels_first" is accepted too).
+``seed`` a model with seeded augmentation repeats its augmentations run after run; without
+it, a layer draws from a stream `kerasrs.utils.set_random_seed` seeds (NumPy's global
+generator for the layers that transform on the host, see below). Images are
+``(batch, H, W, C)`` or ``(H, W, C)`` (``data_format="channels_last"``; "channels_first" is
+accepted too).
 
-`RandomFlip`, `RandomContrast` and `RandomBrightness` compute in kerasrs ops and draw from a
+In training, `RandomFlip`, `RandomRotation`, `RandomTranslation`, `RandomZoom`,
+`RandomShear`, `RandomContrast`, `RandomBrightness`, `RandomCrop` and the colour layers marked
+``TRACED`` (`RandomGrayscale`, `RandomInvert`, `Solarization`, `RandomSaturation`,
+`RandomHue`, `RandomColorDegeneration`, `RandomPosterization`, `RandomSharpness`) compute in kerasrs ops and draw from a
 `kerasrs.random.SeedGenerator` (its ``seed``, or one drawn from the stream ``set_random_seed``
 seeds) through a graph op, so ``compile(jit_compile=True)`` traces them and a replayed step
-augments each batch anew, as eagerly. The others transform the raw arrays on the host: a traced
-training step that holds one is refused, naming the layer (inference passes the images through
-in ops, so ``predict`` and ``evaluate`` still trace).
+augments each batch anew, as eagerly (a ``seed`` then gives the same augmentations eagerly and
+replayed). Their ``draw`` and ``transform`` remain for chosen parameters on arrays. The other
+layers transform the raw arrays on the host: a traced training step that holds one is refused,
+naming the layer (inference passes the images through in ops, so ``predict`` and ``evaluate``
+still trace).
 """
 
 import math
 
 import numpy as np
 
-from kerasrs import ops, random
+from kerasrs import autodiff, ops, random
 from kerasrs.layers.base import Layer
 from kerasrs.layers.core import random_draw
 from kerasrs.layers.preprocessing import image
@@ -31,14 +37,59 @@ __all__ = ["RandomFlip", "RandomRotation", "RandomTranslation", "RandomZoom", "R
            "RandomBrightness", "RandomCrop"]
 
 
+class _TracedRandom:
+    """What `draw` uses of a NumPy Generator (``random``, ``uniform``, ``integers``), drawn
+    by the graph op `kerasrs.layers.core.random_draw` from a layer's seed generator: float64
+    Tensors, new numbers at every call and in every replayed step."""
+
+    def __init__(self, generator, backend):
+        self.generator, self.backend = generator, backend
+
+    def random(self, n):
+        return random_draw(self.generator, "uniform", (int(n),), "float64", self.backend)
+
+    def uniform(self, low, high, n):
+        return self.random(n) * (high - low) + low
+
+    def integers(self, low, high, n):
+        return ops.cast(ops.floor(self.random(n) * (high - low)), "int64") + low
+
+
+class _OpsArrays:
+    """`kerasrs.ops` in the place of an array module (``xp``) for `transform`, on
+    ``backend``: what it computes on Tensors is recorded (``asarray`` of host values makes a
+    constant)."""
+
+    remainder = staticmethod(ops.mod)  # NumPy's name
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def __getattr__(self, name):
+        return getattr(ops, name)
+
+    def asarray(self, values, dtype=None):
+        if not isinstance(values, autodiff.Tensor):
+            values = constant(self.backend.asarray(np.asarray(values, dtype)), self.backend)
+        return values if dtype is None else ops.cast(values, dtype)
+
+
 class _RandomImageLayer(Layer):
-    """Seeding, training switch and layout handling shared by the augmentation layers."""
+    """Seeding, training switch and layout handling shared by the augmentation layers.
+
+    A subclass with ``TRACED = True`` has a ``draw`` and a ``transform`` that also run on
+    `_TracedRandom` and `_OpsArrays`: it trains in kerasrs ops, drawing from its
+    ``seed_generator`` (a graph traces it)."""
+
+    TRACED = False
 
     def __init__(self, seed=None, data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.seed = seed
         self.data_format = image.check_data_format(self.name, data_format)
         self._rng = None
+        if self.TRACED:
+            self.seed_generator = random.SeedGenerator(seed)
 
     def _generator(self):
         if self.seed is None:
@@ -49,6 +100,9 @@ class _RandomImageLayer(Layer):
 
     def call(self, inputs, training=True):
         x, undo = image.to_nhwc(self.name, inputs, self.data_format)
+        if training and self.TRACED:
+            return image.in_nhwc(ops.cast(inputs, self.compute_dtype), self.data_format,
+                                 self._traced)
         if not training and type(self).inference is _RandomImageLayer.inference:
             return ops.cast(inputs, self.compute_dtype)  # in ops: an inference graph traces
         inputs._report_host_read(f"{type(self).__name__}'s transform of the raw images")
@@ -58,6 +112,10 @@ class _RandomImageLayer(Layer):
         else:
             x = self.inference(inputs.backend.xp, x)
         return constant(undo(x), inputs.backend)
+
+    def _traced(self, x):
+        draws = self.draw(_TracedRandom(self.seed_generator, x.backend), x.shape)
+        return self.transform(_OpsArrays(x.backend), x, draws)
 
     def inference(self, xp, x):
         return x
@@ -173,8 +231,13 @@ class RandomFlip(_TracedImageLayer):
         return {**super().get_config(), "mode": self.mode}
 
 
-class _AffineLayer(_RandomImageLayer):
-    """Shared by rotation, translation and zoom: resampling options and `transform`."""
+class _AffineLayer(_TracedImageLayer):
+    """Shared by rotation, translation and zoom: resampling options, `transform` (chosen
+    parameters, on arrays) and the training call in kerasrs ops: ``DRAWS`` uniform numbers per
+    image from the layer's seed generator (a graph op), the subclass's ``matrix`` of them, and
+    `kerasrs.layers.preprocessing.image.affine_transform_traced`."""
+
+    DRAWS = 1
 
     def __init__(self, fill_mode, interpolation, seed, fill_value, data_format, **kwargs):
         super().__init__(seed, data_format, **kwargs)
@@ -182,6 +245,19 @@ class _AffineLayer(_RandomImageLayer):
         image.check_choice(self.name, "interpolation", interpolation, image.INTERPOLATIONS)
         self.fill_mode, self.interpolation = fill_mode, interpolation
         self.fill_value = fill_value
+
+    def call(self, inputs, training=True):
+        image.to_nhwc(self.name, inputs, self.data_format)  # the rank check
+        x = ops.cast(inputs, self.compute_dtype)
+        if not training:
+            return x
+        return image.in_nhwc(x, self.data_format, self._augment)
+
+    def _augment(self, x):
+        n, h, w = x.shape[:3]
+        u = random_draw(self.seed_generator, "uniform", (self.DRAWS, n), "float64", x.backend)
+        return image.affine_transform_traced(x, self.matrix(u, h, w), self.interpolation,
+                                             self.fill_mode, self.fill_value)
 
     def transform(self, xp, x, params):
         """Apply ``params["matrix"]``, one Keras transform ``(8,)`` per image."""
@@ -193,13 +269,18 @@ class _AffineLayer(_RandomImageLayer):
                 "interpolation": self.interpolation, "fill_value": self.fill_value}
 
 
-def rotation_matrix(angles_degrees, height, width):
-    """Keras's transforms rotating images about their centre by ``angles_degrees``."""
-    theta = np.asarray(angles_degrees, "float64") * math.pi / 180.0
+def _float64(values, m):
+    return np.asarray(values, "float64") if m is np else ops.cast(values, "float64")
+
+
+def rotation_matrix(angles_degrees, height, width, m=np):
+    """Keras's transforms rotating images about their centre by ``angles_degrees`` (``m``:
+    NumPy for arrays, `kerasrs.ops` for Tensors; as the other two)."""
+    theta = _float64(angles_degrees, m) * math.pi / 180.0
     cx, cy = 0.5 * (width - 1), 0.5 * (height - 1)
-    cos, sin = np.cos(theta), np.sin(theta)
-    zeros = np.zeros_like(theta)
-    return np.stack([cos, -sin, cx - cx * cos + cy * sin, sin, cos, cy - cx * sin - cy * cos,
+    cos, sin = m.cos(theta), m.sin(theta)
+    zeros = m.zeros_like(theta)
+    return m.stack([cos, -sin, cx - cx * cos + cy * sin, sin, cos, cy - cx * sin - cy * cos,
                      zeros, zeros], axis=1)
 
 
@@ -224,6 +305,10 @@ class RandomRotation(_AffineLayer):
     def draw(self, rng, shape):
         angles = rng.uniform(self._range[0] * 360.0, self._range[1] * 360.0, shape[0])
         return {"matrix": rotation_matrix(angles, shape[1], shape[2])}
+
+    def matrix(self, u, height, width):
+        angles = self.between(u[0], self._range[0] * 360.0, self._range[1] * 360.0, "float64")
+        return rotation_matrix(angles, height, width, ops)
 
     def get_config(self):
         return {**super().get_config(), "factor": self.factor}
@@ -252,24 +337,31 @@ class RandomTranslation(_AffineLayer):
         dx = rng.uniform(*self._width, n) * w
         return {"matrix": translation_matrix(dx, dy)}
 
+    DRAWS = 2
+
+    def matrix(self, u, height, width):
+        dy = self.between(u[0], *self._height, "float64") * height
+        dx = self.between(u[1], *self._width, "float64") * width
+        return translation_matrix(dx, dy, ops)
+
     def get_config(self):
         return {**super().get_config(), "height_factor": self.height_factor,
                 "width_factor": self.width_factor}
 
 
-def translation_matrix(dx, dy):
+def translation_matrix(dx, dy, m=np):
     """Keras's transforms shifting images by ``dx`` columns and ``dy`` rows."""
-    dx, dy = np.asarray(dx, "float64"), np.asarray(dy, "float64")
-    ones, zeros = np.ones_like(dx), np.zeros_like(dx)
-    return np.stack([ones, zeros, -dx, zeros, ones, -dy, zeros, zeros], axis=1)
+    dx, dy = _float64(dx, m), _float64(dy, m)
+    ones, zeros = m.ones_like(dx), m.zeros_like(dx)
+    return m.stack([ones, zeros, -dx, zeros, ones, -dy, zeros, zeros], axis=1)
 
 
-def zoom_matrix(zoom_x, zoom_y, height, width):
+def zoom_matrix(zoom_x, zoom_y, height, width, m=np):
     """Keras's transforms scaling image coordinates about the centre (``zoom > 1`` shows
     more of the image: zooms out)."""
-    zx, zy = np.asarray(zoom_x, "float64"), np.asarray(zoom_y, "float64")
-    zeros = np.zeros_like(zx)
-    return np.stack([zx, zeros, (width - 1) / 2 * (1 - zx), zeros, zy,
+    zx, zy = _float64(zoom_x, m), _float64(zoom_y, m)
+    zeros = m.zeros_like(zx)
+    return m.stack([zx, zeros, (width - 1) / 2 * (1 - zx), zeros, zy,
                      (height - 1) / 2 * (1 - zy), zeros, zeros], axis=1)
 
 
@@ -294,12 +386,19 @@ class RandomZoom(_AffineLayer):
         if self._height[0] <= -1 or (self._width is not None and self._width[0] <= -1):
             raise ValueError(f"{self.name}: zoom factors must be > -1. Received: height_factor="
                              f"{height_factor!r}, width_factor={width_factor!r}")
+        self.DRAWS = 1 if self._width is None else 2
 
     def draw(self, rng, shape):
         n, h, w = shape[:3]
         zoom_y = 1.0 + rng.uniform(*self._height, n)
         zoom_x = zoom_y if self._width is None else 1.0 + rng.uniform(*self._width, n)
         return {"matrix": zoom_matrix(zoom_x, zoom_y, h, w)}
+
+    def matrix(self, u, height, width):
+        zoom_y = 1.0 + self.between(u[0], *self._height, "float64")
+        zoom_x = zoom_y if self._width is None else \
+            1.0 + self.between(u[1], *self._width, "float64")
+        return zoom_matrix(zoom_x, zoom_y, height, width, ops)
 
     def get_config(self):
         return {**super().get_config(), "height_factor": self.height_factor,
@@ -408,6 +507,23 @@ class RandomCrop(_RandomImageLayer):
     def __init__(self, height, width, seed=None, data_format=None, name=None, **kwargs):
         super().__init__(seed, data_format, name=name, **kwargs)
         self.height, self.width = image.check_size(self.name, height, width)
+        self.seed_generator = random.SeedGenerator(seed)
+
+    def call(self, inputs, training=True):
+        """In kerasrs ops: a training crop (its offset drawn by a graph op, so that a replayed
+        step crops each batch anew), else the centred crop resized."""
+        x, _ = image.to_nhwc(self.name, inputs, self.data_format)
+        h, w = x.shape[1:3]
+        x = ops.cast(inputs, self.compute_dtype)
+        if not (training and h > self.height and w > self.width):
+            return image.in_nhwc(x, self.data_format, lambda x: image.resize_traced(
+                x, self.height, self.width, crop_to_aspect_ratio=True))
+        u = random_draw(self.seed_generator, "uniform", (2,), "float64", x.backend)
+        top, left = (ops.cast(ops.floor(u[i] * float(n)), "int64")
+                     for i, n in enumerate((h - self.height + 1, w - self.width + 1)))
+        axis = x.ndim - 3 + (self.data_format == "channels_first")  # the height axis
+        x = ops.take(x, top + np.arange(self.height), axis=axis)
+        return ops.take(x, left + np.arange(self.width), axis=axis + 1)
 
     def draw(self, rng, shape):
         h, w = shape[1], shape[2]

@@ -107,6 +107,8 @@ class RandomGrayscale(_RandomImageLayer):
         seed, data_format: see `kerasrs.layers.preprocessing.augmentation`.
     """
 
+    TRACED = True
+
     def __init__(self, factor=0.5, data_format=None, seed=None, **kwargs):
         super().__init__(seed, data_format, **kwargs)
         if not 0 <= factor <= 1:
@@ -133,6 +135,8 @@ class RandomInvert(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
+    TRACED = True
+
     def __init__(self, factor=1.0, value_range=(0, 255), seed=None, data_format=None,
                  **kwargs):
         super().__init__(factor, value_range, data_format, seed, **kwargs)
@@ -156,6 +160,8 @@ class Solarization(_RandomImageLayer):
         threshold_factor: as ``addition_factor``, for the threshold. Defaults to 0.
         value_range, seed: see the module docstring.
     """
+
+    TRACED = True
 
     def __init__(self, addition_factor=0.0, threshold_factor=0.0, value_range=(0, 255),
                  seed=None, **kwargs):
@@ -224,6 +230,8 @@ class RandomSaturation(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
+    TRACED = True
+
     def draw(self, rng, shape):
         f = rng.uniform(*self._range, shape[0])
         return {"factor": f / (1 - f + 1e-7)}
@@ -243,8 +251,10 @@ class RandomHue(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
+    TRACED = True
+
     def draw(self, rng, shape):
-        sign = np.where(rng.random(shape[0]) > 0.5, -1.0, 1.0)
+        sign = 1.0 - 2.0 * (rng.random(shape[0]) > 0.5)  # -1 or 1 (arrays and Tensors)
         return {"factor": sign * rng.uniform(*self._range, shape[0]) * 0.5}
 
     def transform(self, xp, x, params):
@@ -264,6 +274,8 @@ class RandomColorDegeneration(_ColorLayer):
         value_range, seed, data_format: see the module docstring.
     """
 
+    TRACED = True
+
     def transform(self, xp, x, params):
         f = _per_image(xp, params["factor"], x)
         return xp.clip(x + f * (grayscale(xp, x) - x), *self.value_range).astype(x.dtype)
@@ -279,6 +291,7 @@ class RandomPosterization(_ColorLayer):
     """
 
     _bounds = (1, 8)  # factor counts bits
+    TRACED = True
 
     def draw(self, rng, shape):
         low, high = int(self._range[0]), int(self._range[1])
@@ -286,7 +299,7 @@ class RandomPosterization(_ColorLayer):
         return {"bits": bits}
 
     def transform(self, xp, x, params):
-        shift = xp.asarray(8 - np.asarray(params["bits"]), "uint8").reshape(-1, 1, 1, 1)
+        shift = xp.asarray(8 - xp.asarray(params["bits"]), "uint8").reshape(-1, 1, 1, 1)
         y = rescale(x, self.value_range, (0, 255)).astype("uint8")
         y = xp.left_shift(xp.right_shift(y, shift), shift).astype(x.dtype)
         return rescale(y, (0, 255), self.value_range)
@@ -301,6 +314,8 @@ class RandomSharpness(_ColorLayer):
         factor: a number ``f`` (``[-f, f]``) or a pair, in [-1, 1].
         value_range, seed, data_format: see the module docstring.
     """
+
+    TRACED = True
 
     def transform(self, xp, x, params):
         height, width = x.shape[1:3]

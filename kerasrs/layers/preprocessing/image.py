@@ -9,11 +9,14 @@ centres (``src = (dst + 0.5) * in / out - 0.5``, clamped at 0; PyTorch's
 each neighbour outside the image contributes ``fill_value`` ("constant") or is folded back
 into the image ("reflect" ``dcba|abcd|dcba``, "mirror" ``dcb|abcd|cba``, "wrap", "nearest").
 The outputs are not differentiable with respect to the images (as in Keras, these layers
-preprocess data).
+preprocess data). `affine_transform_traced`, `sample_traced` and `resize_traced` are the same
+resampling in kerasrs ops, so that a traced step (``compile(jit_compile=True)``) holds it;
+`Resizing` (without padding) and `CenterCrop` call them.
 """
 
 import numpy as np
 
+from kerasrs import ops
 from kerasrs.layers.base import Layer
 from kerasrs.ops.core import constant
 
@@ -111,6 +114,31 @@ def resize(xp, x, height, width, interpolation="bilinear", crop_to_aspect_ratio=
     return xp.einsum("oh,nhwc,pw->nopc", weight_h, x, weight_w)
 
 
+def in_nhwc(x, data_format, fn):
+    """``fn`` applied to images ``x`` (a Tensor, rank 3 or 4, in ``data_format``) as an NHWC
+    batch, in kerasrs ops; the result in ``x``'s layout and rank."""
+    single, first = x.ndim == 3, data_format == "channels_first"
+    x = ops.expand_dims(x, 0) if single else x
+    x = fn(ops.transpose(x, (0, 2, 3, 1)) if first else x)
+    x = ops.transpose(x, (0, 3, 1, 2)) if first else x
+    return x[0] if single else x
+
+
+def resize_traced(x, height, width, interpolation="bilinear", crop_to_aspect_ratio=False):
+    """`resize` (without padding) in kerasrs ops, so that a graph traces it: NHWC images
+    ``x`` (a Tensor)."""
+    rows, cols = x.shape[1:3]
+    if crop_to_aspect_ratio:
+        top, left, rows, cols = crop_box(rows, cols, height, width)
+        x = x[:, top:top + rows, left:left + cols]
+    if interpolation == "nearest":
+        x = ops.take(x, _nearest_index(rows, height), axis=1)
+        return ops.take(x, _nearest_index(cols, width), axis=2)
+    weight_h, weight_w = (constant(_linear_weights(x.backend.xp, size, out, x.dtype), x.backend)
+                          for size, out in ((rows, height), (cols, width)))
+    return ops.einsum("oh,nhwc,pw->nopc", weight_h, x, weight_w)
+
+
 def _pad_to_aspect(xp, x, height, width, fill_value):
     n, h, w, c = x.shape
     rows = max(h, int(float(w * height) / width))
@@ -158,6 +186,48 @@ def sample(xp, x, src_x, src_y, interpolation, fill_value, fill_mode="constant")
             values = xp.where(inside[..., None], values, fill_value)
         out += values if weight is None else weight[..., None] * values
     return out.astype(x.dtype)
+
+
+def affine_transform_traced(x, transforms, interpolation="bilinear", fill_mode="constant",
+                            fill_value=0.0):
+    """`affine_transform` in kerasrs ops, so that a graph traces it (the same arithmetic: the
+    same numbers): NHWC images ``x`` (a Tensor) and ``transforms`` an ``(n, 8)`` Tensor."""
+    n, h, w, _ = x.shape
+    t = ops.cast(transforms, "float32")
+    a0, a1, a2, b0, b1, b2 = (ops.reshape(t[:, k], (n, 1, 1)) for k in range(6))
+    ys, xs = (constant(grid, x.backend) for grid in np.meshgrid(
+        np.arange(h, dtype="float32"), np.arange(w, dtype="float32"), indexing="ij"))
+    return sample_traced(x, (ys * a1 + xs * a0) + a2, (ys * b1 + xs * b0) + b2, interpolation,
+                         fill_value, fill_mode)
+
+
+def sample_traced(x, src_x, src_y, interpolation, fill_value, fill_mode="constant"):
+    """`sample` in kerasrs ops: each corner gathered with ``take`` from the flattened images
+    (its row index computed in ops), the weighted corners summed in float64."""
+    n, h, w, c = x.shape
+    rows = ops.reshape(x, (n * h * w, c))
+    first = constant(np.arange(n, dtype="int64").reshape(n, 1, 1) * (h * w), x.backend)
+    if interpolation == "nearest":
+        corners = [(ops.cast(ops.round(src_y), "int64"), ops.cast(ops.round(src_x), "int64"),
+                    None)]
+    else:
+        y0, x0 = ops.floor(src_y), ops.floor(src_x)
+        wy, wx = src_y - y0, src_x - x0
+        y0, x0 = ops.cast(y0, "int64"), ops.cast(x0, "int64")
+        corners = [(y0, x0, (1 - wy) * (1 - wx)), (y0, x0 + 1, (1 - wy) * wx),
+                   (y0 + 1, x0, wy * (1 - wx)), (y0 + 1, x0 + 1, wy * wx)]
+    out = None
+    for yi, xi, weight in corners:
+        index = first + _fix_index(ops, yi, h, fill_mode) * w + _fix_index(ops, xi, w, fill_mode)
+        values = ops.reshape(ops.take(rows, ops.reshape(index, (-1,)), axis=0), (n, h, w, c))
+        if fill_mode == "constant":
+            inside = (yi >= 0) & (yi < h) & (xi >= 0) & (xi < w)
+            values = ops.where(ops.expand_dims(inside, -1), values, fill_value)
+        if weight is not None:
+            values = ops.expand_dims(weight, -1) * values
+        values = ops.cast(values, "float64")
+        out = values if out is None else out + values
+    return ops.cast(out, x.dtype)
 
 
 def affine_transform(xp, x, transforms, interpolation="bilinear", fill_mode="constant",
@@ -220,6 +290,10 @@ class Resizing(Layer):
 
     def call(self, inputs):
         x, undo = to_nhwc(self.name, inputs, self.data_format)
+        if not self.pad_to_aspect_ratio:  # in ops: a graph traces it
+            return in_nhwc(ops.cast(inputs, self.compute_dtype), self.data_format, lambda x:
+                           resize_traced(x, self.height, self.width, self.interpolation,
+                                         self.crop_to_aspect_ratio))
         x = resize(inputs.backend.xp, x.astype(self.compute_dtype), self.height, self.width,
                    self.interpolation, self.crop_to_aspect_ratio, self.pad_to_aspect_ratio,
                    self.fill_value)
@@ -254,16 +328,16 @@ class CenterCrop(Layer):
         self.data_format = check_data_format(self.name, data_format)
 
     def call(self, inputs):
-        x, undo = to_nhwc(self.name, inputs, self.data_format)
-        x = x.astype(self.compute_dtype)
+        to_nhwc(self.name, inputs, self.data_format)  # the rank check
+        return in_nhwc(ops.cast(inputs, self.compute_dtype), self.data_format, self._crop)
+
+    def _crop(self, x):
+        """The centre crop of NHWC images, in kerasrs ops (a graph traces it)."""
         h, w = x.shape[1], x.shape[2]
         if h >= self.height and w >= self.width:
             top, left = (h - self.height) // 2, (w - self.width) // 2
-            x = x[:, top:top + self.height, left:left + self.width]
-        else:
-            x = resize(inputs.backend.xp, x, self.height, self.width,
-                       crop_to_aspect_ratio=True)
-        return constant(undo(x), inputs.backend)
+            return x[:, top:top + self.height, left:left + self.width]
+        return resize_traced(x, self.height, self.width, crop_to_aspect_ratio=True)
 
     def compute_output_shape(self, input_shape):
         return _with_size(input_shape, self.height, self.width, self.data_format)

@@ -3,7 +3,8 @@
 
 import numpy as np
 
-from kerasrs.layers.preprocessing.augmentation import _AffineLayer
+from kerasrs import ops
+from kerasrs.layers.preprocessing.augmentation import _AffineLayer, _float64
 
 __all__ = ["RandomShear"]
 
@@ -18,11 +19,12 @@ def _shear_range(who, name, factor):
     return tuple(sorted(values)) if len(values) == 2 else (-float(values[0]), float(values[0]))
 
 
-def shear_matrix(shear_x, shear_y):
-    """Keras's transforms shearing image coordinates: ``x' = x + sx y``, ``y' = sy x + y``."""
-    sx, sy = np.asarray(shear_x, "float64"), np.asarray(shear_y, "float64")
-    ones, zeros = np.ones_like(sx), np.zeros_like(sx)
-    return np.stack([ones, sx, zeros, sy, ones, zeros, zeros, zeros], axis=1)
+def shear_matrix(shear_x, shear_y, m=np):
+    """Keras's transforms shearing image coordinates: ``x' = x + sx y``, ``y' = sy x + y``
+    (``m``: NumPy for arrays, `kerasrs.ops` for Tensors)."""
+    sx, sy = _float64(shear_x, m), _float64(shear_y, m)
+    ones, zeros = m.ones_like(sx), m.zeros_like(sx)
+    return m.stack([ones, sx, zeros, sy, ones, zeros, zeros, zeros], axis=1)
 
 
 class RandomShear(_AffineLayer):
@@ -50,6 +52,14 @@ class RandomShear(_AffineLayer):
         sign = np.where(rng.random(n) > 0.5, -1.0, 1.0)
         shear_y, shear_x = rng.uniform(*self._y, n), rng.uniform(*self._x, n)
         return {"matrix": shear_matrix(sign * shear_x, sign * shear_y)}
+
+    DRAWS = 3
+
+    def matrix(self, u, height, width):
+        sign = ops.where(ops.greater(u[0], 0.5), -1.0, 1.0)
+        shear_y = self.between(u[1], *self._y, "float64")
+        shear_x = self.between(u[2], *self._x, "float64")
+        return shear_matrix(sign * shear_x, sign * shear_y, ops)
 
     def get_config(self):
         return {**super().get_config(), "x_factor": self.x_factor, "y_factor": self.y_factor}
