@@ -27,7 +27,7 @@ import re
 import numpy as np
 
 from kerasrs import backend as backend_module
-from kerasrs.graph.ir import Graph, Node, TensorType
+from kerasrs.graph.ir import Graph, Node, TensorType, type_of
 
 INLINE = 64  # constants up to this many elements are written inline by str(graph)
 
@@ -178,9 +178,24 @@ def _parse_node(line, expected, arrays):
     type_text, _, site = rest[3:].partition("  # ")
     value = attrs.pop("value", None) if op == "constant" else None
     node_type = parse_type(type_text.strip())
-    if isinstance(value, np.ndarray) and value.size == 0:  # nested lists lose empty axes
+    if isinstance(value, np.ndarray) and value.size == 0 and \
+            math.prod(node_type.shape) == 0:  # nested lists lose empty axes
         value = value.reshape(node_type.shape)
+    if op == "constant":
+        _check_constant(value, node_type)
+    elif op in ("input", "parameter") and not isinstance(attrs.get("name"), str):
+        raise ValueError(f"{op} node without a name: write {{name='...'}}")
     return Node(op, inputs, attrs, node_type, value, site or None)
+
+
+def _check_constant(value, declared):
+    """A constant's value (an inline array or scalar, or an array file) must be of the type
+    its line declares: later nodes were typed, and a program plans its buffers, from that."""
+    if not isinstance(value, (np.ndarray, bool, int, float)):
+        raise ValueError(f"a constant needs a value=...; got {value!r}")
+    actual = type_of(value)
+    if actual != declared:
+        raise ValueError(f"the constant's value is {actual}, but the line declares {declared}")
 
 
 def _ref(text):
@@ -230,7 +245,10 @@ def parse_type(text):
     match = re.fullmatch(r"([A-Za-z_]\w*)\[([\d,\s]*)\]", text)
     if not match:
         raise ValueError(f"expected a type like float32[2,3], got {text!r}")
-    dtype = backend_module.standardize_dtype(match.group(1)).name
+    dtype = backend_module.standardize_dtype(match.group(1))
+    if dtype.kind in "OSUMm" or dtype.type is np.void:  # no objects, strings, dates, records
+        raise ValueError(f"not a tensor dtype: {match.group(1)!r}")
+    dtype = dtype.name
     dims = tuple(int(d) for d in match.group(2).split(",") if d.strip())
     return TensorType(dtype, dims)
 
