@@ -58,6 +58,8 @@ def resolve(jit_compile, run_eagerly=None):
     Raises:
         ValueError: for anything but True, False, None and ``"auto"``.
     """
+    if isinstance(jit_compile, (bool, np.bool_, int, np.integer)) and jit_compile in (0, 1):
+        jit_compile = bool(jit_compile)  # 1 and np.True_ are True, as in Keras (was: eager)
     if jit_compile not in (True, False, None, "auto"):
         raise ValueError("Model.compile: `jit_compile` must be True, False or 'auto'. "
                          f"Received: jit_compile={jit_compile!r}")
