@@ -117,7 +117,8 @@ class JitSteps:
                          else {})
         except NotImplementedError as e:
             return self._fall_back("train", e)
-        key = ("train", real, _signature(feeds), tuple(id(v) for v in variables))
+        key = ("train", real, _signature(feeds), tuple(id(v) for v in variables),
+               _settings(model.optimizer, feeds))
         entry = self._entry(key, feeds, lambda: self._train_fn((x, y, sample_weight), real,
                                                                variables))
         if entry is None:
@@ -339,6 +340,19 @@ def _signature(feeds):
     return tuple((name, a.shape, a.dtype) if type(a) is np.ndarray else
                  (name, tuple(np.shape(a)), str(getattr(a, "dtype", type(a).__name__)))
                  for name, a in feeds.items())
+
+
+def _settings(optimizer, feeds):
+    """The optimizer's settings that a traced update holds as constants (``beta_1``,
+    ``epsilon``, ``momentum``, ``clipnorm``...: its public Python scalars but the fed ones), as
+    part of the train step's key: a callback that changes one gets a new program, reading the
+    new value as the eager step does (it was kept at the traced value, silently)."""
+    return tuple((k, v) for k, v in vars(optimizer).items()
+                 if type(v) in _SETTINGS and k[0] != "_" and k != "name" and
+                 HYPER + k not in feeds)
+
+
+_SETTINGS = (bool, int, float, type(None))
 
 
 def _trace(fn, feeds):
