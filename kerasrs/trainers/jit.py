@@ -348,7 +348,7 @@ def _settings(optimizer, feeds):
     part of the train step's key: a callback that changes one gets a new program, reading the
     new value as the eager step does (it was kept at the traced value, silently)."""
     return tuple((k, v) for k, v in vars(optimizer).items()
-                 if type(v) in _SETTINGS and k[0] != "_" and k != "name" and
+                 if type(v) in _SETTINGS and k[0] != "_" and k not in ("name", "built") and
                  HYPER + k not in feeds)
 
 
