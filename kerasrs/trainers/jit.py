@@ -105,9 +105,13 @@ class JitSteps:
         """`Trainer._forward_backward` as a replay: one optimizer step, the loss means updated.
 
         Returns:
-            ``(y_pred, y, sample_weight)`` of the rows that count, or None (run eagerly).
+            ``(y_pred, y, sample_weight)`` of the rows that count, or None (run eagerly: also
+            the first step of a model not built yet, which would be traced without its weights,
+            and a subclassed model's would then never be updated).
         """
         model = self.model
+        if not model.built:  # its first call makes its weights: that step runs eagerly
+            return None
         variables = model._train_variables
         if variables is None:
             variables = model._train_variables = model.trainable_weights
@@ -137,6 +141,8 @@ class JitSteps:
         Returns:
             ``y_pred``, or None (run eagerly).
         """
+        if not self.model.built:
+            return None
         feeds = self._feeds(x, y, sample_weight)
         entry = self._entry(("test", _signature(feeds)), feeds,
                             lambda: self._test_fn((x, y, sample_weight)))
@@ -148,6 +154,8 @@ class JitSteps:
 
     def predict(self, x):
         """The model's outputs for one batch (inference mode) as NumPy arrays, or None."""
+        if not self.model.built:
+            return None
         feeds = self._feeds(x, None, None)
         entry = self._entry(("predict", _signature(feeds)), feeds,
                             lambda: self._predict_fn(x))
