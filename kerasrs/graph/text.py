@@ -133,8 +133,13 @@ def parse(text, arrays=None):
 
     Raises:
         ValueError: naming the line, for any syntax error, a node id out of order, an
-            unknown dtype, or a ``file(...)`` constant missing from ``arrays``.
+            unknown or non-numeric dtype, a constant whose value is not of its declared type,
+            a ``file(...)`` constant missing from ``arrays``, or a second output or update
+            of one name.
+        TypeError: if ``text`` is not a str.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"kerasrs.graph.parse: the text must be a str. Received: {type(text)}")
     lines = [s.strip() for s in text.splitlines()]
     lines = [s for s in lines if s and not s.startswith("#")]
     if not lines or lines[0] != "graph {" or lines[-1] != "}":
@@ -146,7 +151,10 @@ def parse(text, arrays=None):
             root = _ROOT.match(line)
             if root:
                 target = outputs if root.group(1) == "output" else updates
-                target[ast.literal_eval(root.group(2))] = int(root.group(3))
+                name = ast.literal_eval(root.group(2))
+                if name in target:
+                    raise ValueError(f"a second {root.group(1)} named {name!r}")
+                target[name] = int(root.group(3))
                 continue
             nodes.append(_parse_node(line, len(nodes), arrays or {}))
         except (ValueError, SyntaxError, KeyError, TypeError) as e:

@@ -49,6 +49,13 @@ def test_object_arrays_are_never_unpickled(tmp_path):
         graph.load(directory)
 
 
+def test_a_file_that_is_no_npy_file_is_named(tmp_path):
+    directory, constant = _saved(tmp_path)
+    constant.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match=r"constants/c\d+\.npy is not a \.npy file"):
+        graph.load(directory)
+
+
 @pytest.mark.parametrize("text,message", [
     ("graph {\n  %0 = constant {value=array([1.0, 2.0, 3.0], 'float32')} : float32[2,2]\n"
      "  output 'y' = %0\n}", "line 2: the constant's value is float32"),
@@ -61,7 +68,14 @@ def test_object_arrays_are_never_unpickled(tmp_path):
     ("graph {\n  %0 = input : float32[2]\n  output 'y' = %0\n}", "input node without a name"),
     ("graph {\n  %0 = parameter {name=3} : float32[2]\n  output 'y' = %0\n}",
      "parameter node without a name"),
+    ("graph {\n  %0 = input {name='x'} : float32[2]\n  output 'y' = %0\n  output 'y' = %0\n}",
+     "line 4: a second output named 'y'"),
 ])
 def test_parse_refuses_lines_whose_values_or_types_do_not_fit(text, message):
     with pytest.raises(ValueError, match=message):
         graph.parse(text)
+
+
+def test_parse_wants_text():
+    with pytest.raises(TypeError, match="must be a str"):
+        graph.parse(b"graph {\n}\n")
