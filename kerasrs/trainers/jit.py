@@ -72,6 +72,29 @@ def resolve(jit_compile, run_eagerly=None):
     return None
 
 
+def _get_jit_compile(model):
+    return model._jit is not None
+
+
+def _set_jit_compile(model, value):
+    resolve(value)  # the same values as compile's argument
+    if not model.compiled:
+        raise RuntimeError(f"{model.name}: set `jit_compile` after compile() (compile's "
+                           f"jit_compile argument sets it). Received: jit_compile={value!r}")
+    model._compile_config["jit_compile"] = value
+    model._set_jit()
+
+
+jit_compile_property = property(_get_jit_compile, _set_jit_compile, doc="""bool: whether fit,
+    evaluate and predict replay traced steps (Keras's attribute: compile's ``jit_compile``
+    resolved; False with ``run_eagerly``). Setting it on a compiled model (True, False or
+    "auto") switches the replayed steps on or off as compile would.
+
+    Raises:
+        RuntimeError: set before compile().
+        ValueError: for a value compile refuses.""")
+
+
 @dataclasses.dataclass
 class _Entry:
     """One signature's program: ``traced`` is its graph as traced (compared with the second

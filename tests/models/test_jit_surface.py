@@ -1,9 +1,11 @@
-"""`compile(jit_compile=True)` on a model that is not built yet (a subclassed model, a
-Sequential without an Input): the first step runs eagerly and makes the weights, later steps
-replay; the numbers equal eager ones. (The subclassed model was traced with no weights to train
-and never learned, silently; the Sequential raised a TraceError about a constant.)"""
+"""`compile(jit_compile=True)` as a Keras user meets it: on a model that is not built yet (a
+subclassed model, a Sequential without an Input) the first step runs eagerly and makes the
+weights, later steps replay, and the numbers equal eager ones (the subclassed model was traced
+with no weights to train and never learned, silently; the Sequential raised a TraceError about a
+constant); and Keras's ``model.jit_compile`` attribute."""
 
 import numpy as np
+import pytest
 
 import kerasrs
 from kerasrs import layers
@@ -57,3 +59,22 @@ def test_predict_and_evaluate_first_on_an_unbuilt_model():
                         model.evaluate(x, y, batch_size=16, verbose=0)))
     np.testing.assert_array_equal(results[1][0], results[0][0])
     assert results[1][1] == results[0][1]
+
+
+def test_the_jit_compile_attribute_reads_and_switches_the_replay():
+    model = _sequential()
+    with pytest.raises(RuntimeError, match="after compile"):
+        model.jit_compile = True
+    model.compile("sgd", "mse", jit_compile=True)
+    assert model.jit_compile is True
+    model.jit_compile = False
+    assert model.jit_compile is False and model._jit is None
+    assert model.get_compile_config()["jit_compile"] is False
+    model.jit_compile = True
+    x, y = _data()
+    model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+    assert any(key[0] == "train" for key in model._jit.entries)
+    model.run_eagerly = True
+    assert model.jit_compile is False
+    with pytest.raises(ValueError, match="must be True, False or 'auto'"):
+        model.jit_compile = "yes"
