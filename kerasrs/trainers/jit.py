@@ -77,21 +77,21 @@ def _get_jit_compile(model):
 
 
 def _set_jit_compile(model, value):
-    resolve(value)  # the same values as compile's argument
-    if not model.compiled:
-        raise RuntimeError(f"{model.name}: set `jit_compile` after compile() (compile's "
-                           f"jit_compile argument sets it). Received: jit_compile={value!r}")
-    model._compile_config["jit_compile"] = value
-    model._set_jit()
+    if model.compiled:
+        resolve(value)  # the same values as compile's argument
+        model._compile_config["jit_compile"] = value
+        model._set_jit()
+    else:  # predict needs no compile; compile sets it again from its argument
+        mode = resolve(value, model.run_eagerly)
+        model._jit = JitSteps(model, mode) if mode else None
 
 
 jit_compile_property = property(_get_jit_compile, _set_jit_compile, doc="""bool: whether fit,
     evaluate and predict replay traced steps (Keras's attribute: compile's ``jit_compile``
-    resolved; False with ``run_eagerly``). Setting it on a compiled model (True, False or
-    "auto") switches the replayed steps on or off as compile would.
+    resolved; False with ``run_eagerly``). Setting it (True, False or "auto") switches the
+    replayed steps on or off as compile would (before compile: for predict).
 
     Raises:
-        RuntimeError: set before compile().
         ValueError: for a value compile refuses.""")
 
 
