@@ -379,11 +379,11 @@ def _settings(optimizer, feeds):
     part of the train step's key: a callback that changes one gets a new program, reading the
     new value as the eager step does (it was kept at the traced value, silently)."""
     return tuple((k, v) for k, v in vars(optimizer).items()
-                 if type(v) in _SETTINGS and k[0] != "_" and k not in ("name", "built") and
+                 if isinstance(v, _SETTINGS) and k[0] != "_" and k not in ("name", "built") and
                  HYPER + k not in feeds)
 
 
-_SETTINGS = (bool, int, float, type(None))
+_SETTINGS = (int, float, np.generic, type(None))  # bool is an int; NumPy scalars too
 
 
 def _trace(fn, feeds):

@@ -34,6 +34,7 @@ def _train(optimizer, name, value, jit_compile):
 @pytest.mark.parametrize("optimizer,name,value", [
     (lambda: kerasrs.optimizers.Adam(0.01), "beta_1", 0.0),
     (lambda: kerasrs.optimizers.Adam(0.01), "epsilon", 1.0),
+    (lambda: kerasrs.optimizers.Adam(0.01), "beta_2", np.float32(0.5)),
     (lambda: kerasrs.optimizers.SGD(0.05, momentum=0.5), "momentum", 0.0),
     (lambda: kerasrs.optimizers.SGD(0.05, clipnorm=10.0), "clipnorm", 1e-3),
     (lambda: kerasrs.optimizers.SGD(0.05, clipvalue=10.0), "clipvalue", 1e-4),
