@@ -19,6 +19,12 @@ class _Change(kerasrs.callbacks.Callback):
             setattr(self.model.optimizer, self.name, self.value)
 
 
+def _with(optimizer, **settings):
+    for name, value in settings.items():
+        setattr(optimizer, name, value)
+    return optimizer
+
+
 def _train(optimizer, name, value, jit_compile):
     kerasrs.utils.set_random_seed(0)
     model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(8, activation="tanh"),
@@ -34,7 +40,8 @@ def _train(optimizer, name, value, jit_compile):
 @pytest.mark.parametrize("optimizer,name,value", [
     (lambda: kerasrs.optimizers.Adam(0.01), "beta_1", 0.0),
     (lambda: kerasrs.optimizers.Adam(0.01), "epsilon", 1.0),
-    (lambda: kerasrs.optimizers.Adam(0.01), "beta_2", np.float32(0.5)),
+    (lambda: _with(kerasrs.optimizers.SGD(0.05, momentum=0.5), momentum=np.float32(0.5)),
+     "momentum", np.float32(0.9)),
     (lambda: kerasrs.optimizers.SGD(0.05, momentum=0.5), "momentum", 0.0),
     (lambda: kerasrs.optimizers.SGD(0.05, clipnorm=10.0), "clipnorm", 1e-3),
     (lambda: kerasrs.optimizers.SGD(0.05, clipvalue=10.0), "clipvalue", 1e-4),
