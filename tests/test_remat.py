@@ -198,6 +198,32 @@ def test_invalid_remat_mode():
         kerasrs.RematScope(mode="sometimes")
 
 
+def test_one_layer_name_as_a_string_is_that_name_not_its_letters():
+    with kerasrs.RematScope(mode="list_of_layers", layer_names="dense"):
+        dense, d = layers.Dense(2, name="dense"), layers.Dense(2, name="d")
+    calls = []
+    x = ops.ones((1, 3))
+    for layer in (dense, d):
+        wrapped = layer.rematerialized_call(layer.call, x)
+        calls.append(wrapped != layer.call)
+    assert calls == [True, False]
+
+
+@pytest.mark.parametrize("kwargs,error,message", [
+    ({"mode": "larger_than", "output_size_threshold": "big"}, ValueError, "int >= 0"),
+    ({"mode": "larger_than", "output_size_threshold": -1}, ValueError, "int >= 0"),
+    ({"mode": "list_of_layers", "layer_names": [layers.Dense]}, TypeError, "strings"),
+])
+def test_remat_scope_arguments_are_checked_when_made(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        kerasrs.RematScope(**kwargs)
+
+
+def test_remat_of_something_not_callable():
+    with pytest.raises(TypeError, match="remat: `f` must be a function"):
+        kerasrs.remat(None)
+
+
 def _trained_weights(scope):
     kerasrs.utils.set_random_seed(3)
     with scope:

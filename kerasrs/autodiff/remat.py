@@ -49,6 +49,9 @@ def remat(f):
         A function with ``f``'s arguments and results. With no tape recording it is ``f``
         itself; under `kerasrs.graph` tracing the ops of ``f`` are traced as usual.
 
+    Raises:
+        TypeError: if ``f`` is not callable.
+
     Example:
         >>> block = kerasrs.remat(lambda x: ops.tanh(ops.tanh(x) * 2.0))
         >>> x = kerasrs.Variable([0.5, 1.0])
@@ -56,6 +59,9 @@ def remat(f):
         ...     y = ops.sum(block(x))   # the tape holds one node for `block`, not four ops
         >>> g = tape.gradient(y, x)
     """
+    if not callable(f):
+        raise TypeError(f"remat: `f` must be a function (a layer's call, a lambda). "
+                        f"Received: {f!r}")
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):

@@ -100,7 +100,13 @@ def _inside(directory, path):
 
 
 def _read_array(directory, path):
-    return np.load(_inside(directory, path), allow_pickle=False)
+    """The array in ``path`` (never unpickled). A file that does not start as a ``.npy``
+    file is refused naming it (NumPy would say it holds pickled data and how to load that)."""
+    full = _inside(directory, path)
+    with open(full, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise ValueError(f"kerasrs.graph.load: {path} is not a .npy file.")
+    return np.load(full, allow_pickle=False)
 
 
 def _write_array(directory, path, array):

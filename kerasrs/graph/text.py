@@ -27,7 +27,7 @@ import re
 import numpy as np
 
 from kerasrs import backend as backend_module
-from kerasrs.graph.ir import Graph, Node, TensorType
+from kerasrs.graph.ir import Graph, Node, TensorType, type_of
 
 INLINE = 64  # constants up to this many elements are written inline by str(graph)
 
@@ -133,8 +133,13 @@ def parse(text, arrays=None):
 
     Raises:
         ValueError: naming the line, for any syntax error, a node id out of order, an
-            unknown dtype, or a ``file(...)`` constant missing from ``arrays``.
+            unknown or non-numeric dtype, a constant whose value is not of its declared type,
+            a ``file(...)`` constant missing from ``arrays``, or a second output or update
+            of one name.
+        TypeError: if ``text`` is not a str.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"kerasrs.graph.parse: the text must be a str. Received: {type(text)}")
     lines = [s.strip() for s in text.splitlines()]
     lines = [s for s in lines if s and not s.startswith("#")]
     if not lines or lines[0] != "graph {" or lines[-1] != "}":
@@ -146,7 +151,10 @@ def parse(text, arrays=None):
             root = _ROOT.match(line)
             if root:
                 target = outputs if root.group(1) == "output" else updates
-                target[ast.literal_eval(root.group(2))] = int(root.group(3))
+                name = ast.literal_eval(root.group(2))
+                if name in target:
+                    raise ValueError(f"a second {root.group(1)} named {name!r}")
+                target[name] = int(root.group(3))
                 continue
             nodes.append(_parse_node(line, len(nodes), arrays or {}))
         except (ValueError, SyntaxError, KeyError, TypeError) as e:
@@ -178,9 +186,24 @@ def _parse_node(line, expected, arrays):
     type_text, _, site = rest[3:].partition("  # ")
     value = attrs.pop("value", None) if op == "constant" else None
     node_type = parse_type(type_text.strip())
-    if isinstance(value, np.ndarray) and value.size == 0:  # nested lists lose empty axes
+    if isinstance(value, np.ndarray) and value.size == 0 and \
+            math.prod(node_type.shape) == 0:  # nested lists lose empty axes
         value = value.reshape(node_type.shape)
+    if op == "constant":
+        _check_constant(value, node_type)
+    elif op in ("input", "parameter") and not isinstance(attrs.get("name"), str):
+        raise ValueError(f"{op} node without a name: write {{name='...'}}")
     return Node(op, inputs, attrs, node_type, value, site or None)
+
+
+def _check_constant(value, declared):
+    """A constant's value (an inline array or scalar, or an array file) must be of the type
+    its line declares: later nodes were typed, and a program plans its buffers, from that."""
+    if not isinstance(value, (np.ndarray, bool, int, float)):
+        raise ValueError(f"a constant needs a value=...; got {value!r}")
+    actual = type_of(value)
+    if actual != declared:
+        raise ValueError(f"the constant's value is {actual}, but the line declares {declared}")
 
 
 def _ref(text):
@@ -230,7 +253,10 @@ def parse_type(text):
     match = re.fullmatch(r"([A-Za-z_]\w*)\[([\d,\s]*)\]", text)
     if not match:
         raise ValueError(f"expected a type like float32[2,3], got {text!r}")
-    dtype = backend_module.standardize_dtype(match.group(1)).name
+    dtype = backend_module.standardize_dtype(match.group(1))
+    if dtype.kind in "OSUMm" or dtype.type is np.void:  # no objects, strings, dates, records
+        raise ValueError(f"not a tensor dtype: {match.group(1)!r}")
+    dtype = dtype.name
     dims = tuple(int(d) for d in match.group(2).split(",") if d.strip())
     return TensorType(dtype, dims)
 

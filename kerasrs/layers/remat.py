@@ -19,6 +19,7 @@ import collections
 import contextvars
 import functools
 import math
+import numbers
 
 from kerasrs.autodiff import _flatten
 from kerasrs.autodiff import remat  # noqa: F401  (looked up here at each call: see above)
@@ -40,10 +41,12 @@ class RematScope:
         mode: "full", "activations", "larger_than", "list_of_layers" or None.
         output_size_threshold: for "larger_than": the number of output values above which a
             call is rematerialized. Defaults to 1024.
-        layer_names: for "list_of_layers": the names of the layers to rematerialize.
+        layer_names: for "list_of_layers": the names of the layers to rematerialize (a
+            list of strings; one string is one name).
 
     Raises:
-        ValueError: for another mode.
+        ValueError: for another mode, or an ``output_size_threshold`` that is not an int >= 0.
+        TypeError: for ``layer_names`` that are not strings.
 
     Example:
         >>> with kerasrs.RematScope(mode="list_of_layers", layer_names=["big"]):
@@ -56,9 +59,19 @@ class RematScope:
             raise ValueError(f"RematScope: Invalid mode '{mode}'. Supported modes are: 'full', "
                              "'activations', 'larger_than', 'list_of_layers', or None. "
                              f"Received: mode={mode!r}")
+        if isinstance(output_size_threshold, bool) or \
+                not isinstance(output_size_threshold, numbers.Integral) or output_size_threshold < 0:
+            raise ValueError("RematScope: `output_size_threshold` must be an int >= 0 (a number "
+                             f"of output values). Received: {output_size_threshold!r}")
+        if isinstance(layer_names, str):  # list("dense") would be five one-letter names
+            layer_names = [layer_names]
+        layer_names = list(layer_names or [])
+        if not all(isinstance(n, str) for n in layer_names):
+            raise TypeError("RematScope: `layer_names` must be layer names (strings). "
+                            f"Received: {layer_names!r}")
         self.mode = mode
-        self.output_size_threshold = output_size_threshold
-        self.layer_names = list(layer_names or [])
+        self.output_size_threshold = int(output_size_threshold)
+        self.layer_names = layer_names
         self._tokens = []
 
     def __enter__(self):

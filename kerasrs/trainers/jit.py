@@ -59,6 +59,8 @@ def resolve(jit_compile, run_eagerly=None):
     Raises:
         ValueError: for anything but True, False, None and ``"auto"``.
     """
+    if isinstance(jit_compile, (bool, np.bool_, int, np.integer)) and jit_compile in (0, 1):
+        jit_compile = bool(jit_compile)  # 1 and np.True_ are True, as in Keras (was: eager)
     if jit_compile not in (True, False, None, "auto"):
         raise ValueError("Model.compile: `jit_compile` must be True, False or 'auto'. "
                          f"Received: jit_compile={jit_compile!r}")
@@ -69,6 +71,29 @@ def resolve(jit_compile, run_eagerly=None):
     if jit_compile == "auto" and settings.is_auto_jit_compile_enabled():
         return "auto"
     return None
+
+
+def _get_jit_compile(model):
+    return model._jit is not None
+
+
+def _set_jit_compile(model, value):
+    if model.compiled:
+        resolve(value)  # the same values as compile's argument
+        model._compile_config["jit_compile"] = value
+        model._set_jit()
+    else:  # predict needs no compile; compile sets it again from its argument
+        mode = resolve(value, model.run_eagerly)
+        model._jit = JitSteps(model, mode) if mode else None
+
+
+jit_compile_property = property(_get_jit_compile, _set_jit_compile, doc="""bool: whether fit,
+    evaluate and predict replay traced steps (Keras's attribute: compile's ``jit_compile``
+    resolved; False with ``run_eagerly``). Setting it (True, False or "auto") switches the
+    replayed steps on or off as compile would (before compile: for predict).
+
+    Raises:
+        ValueError: for a value compile refuses.""")
 
 
 @dataclasses.dataclass
@@ -104,9 +129,13 @@ class JitSteps:
         """`Trainer._forward_backward` as a replay: one optimizer step, the loss means updated.
 
         Returns:
-            ``(y_pred, y, sample_weight)`` of the rows that count, or None (run eagerly).
+            ``(y_pred, y, sample_weight)`` of the rows that count, or None (run eagerly: also
+            the first step of a model not built yet, which would be traced without its weights,
+            and a subclassed model's would then never be updated).
         """
         model = self.model
+        if not model.built:  # its first call makes its weights: that step runs eagerly
+            return None
         variables = model._train_variables
         if variables is None:
             variables = model._train_variables = model.trainable_weights
@@ -118,7 +147,8 @@ class JitSteps:
                          else {})
         except NotImplementedError as e:
             return self._fall_back("train", e)
-        key = ("train", real, _signature(feeds), tuple(id(v) for v in variables))
+        key = ("train", real, _signature(feeds), tuple(id(v) for v in variables),
+               _settings(model.optimizer, feeds))
         with _quiet(model.optimizer):  # a trace runs the step too
             entry = self._entry(key, feeds, lambda: self._train_fn((x, y, sample_weight),
                                                                    real, variables))
@@ -137,6 +167,8 @@ class JitSteps:
         Returns:
             ``y_pred``, or None (run eagerly).
         """
+        if not self.model.built:
+            return None
         feeds = self._feeds(x, y, sample_weight)
         entry = self._entry(("test", _signature(feeds)), feeds,
                             lambda: self._test_fn((x, y, sample_weight)))
@@ -148,6 +180,8 @@ class JitSteps:
 
     def predict(self, x):
         """The model's outputs for one batch (inference mode) as NumPy arrays, or None."""
+        if not self.model.built:
+            return None
         feeds = self._feeds(x, None, None)
         entry = self._entry(("predict", _signature(feeds)), feeds,
                             lambda: self._predict_fn(x))
@@ -340,6 +374,19 @@ def _signature(feeds):
     return tuple((name, a.shape, a.dtype) if type(a) is np.ndarray else
                  (name, tuple(np.shape(a)), str(getattr(a, "dtype", type(a).__name__)))
                  for name, a in feeds.items())
+
+
+def _settings(optimizer, feeds):
+    """The optimizer's settings that a traced update holds as constants (``beta_1``,
+    ``epsilon``, ``momentum``, ``clipnorm``...: its public Python scalars but the fed ones), as
+    part of the train step's key: a callback that changes one gets a new program, reading the
+    new value as the eager step does (it was kept at the traced value, silently)."""
+    return tuple((k, v) for k, v in vars(optimizer).items()
+                 if isinstance(v, _SETTINGS) and k[0] != "_" and k not in ("name", "built") and
+                 HYPER + k not in feeds)
+
+
+_SETTINGS = (int, float, np.generic, type(None))  # bool is an int; NumPy scalars too
 
 
 def _trace(fn, feeds):

@@ -128,6 +128,8 @@ class Trainer(LossMetrics):
         mode = jit.resolve(self._compile_config["jit_compile"], self._run_eagerly)
         self._jit = jit.JitSteps(self, mode) if mode else None
 
+    jit_compile = jit.jit_compile_property
+
     @property
     def run_eagerly(self):
         """bool: True when every step runs op by op whatever ``jit_compile`` says (Keras's

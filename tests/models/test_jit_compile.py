@@ -81,6 +81,11 @@ def _assert_same(make, compile_kw, fit_kw, x=X, y=Y, entries=None):
 def test_auto_runs_eagerly_unless_enabled_and_true_or_the_switch_traces():
     assert jit.resolve("auto") is None and jit.resolve(False) is None
     assert jit.resolve(True) == "strict" and jit.resolve(True, run_eagerly=True) is None
+    # truthy spellings of True replay as well (they ran eagerly, silently)
+    assert jit.resolve(1) == jit.resolve(np.True_) == "strict"
+    assert jit.resolve(0) is None and jit.resolve(np.False_) is None
+    with pytest.raises(ValueError, match="must be True, False or 'auto'"):
+        jit.resolve(2)
     model = _bn_dropout_mlp()
     model.compile("adam", LOGITS)
     assert model._jit is None

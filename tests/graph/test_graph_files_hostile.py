@@ -1,0 +1,81 @@
+"""`kerasrs.graph.load` and `parse` on edited or hostile files: every array must be of the type
+its line declares, and the text names only tensor dtypes; nothing is unpickled."""
+
+import re
+
+import numpy as np
+import pytest
+
+import kerasrs
+from kerasrs import graph, ops
+
+
+def _saved(tmp_path):
+    w = kerasrs.Variable(np.ones((4,), "float32"), name="w")
+    table = np.arange(16, dtype="float32").reshape(4, 4)
+    g = graph.trace(lambda x: {"y": ops.matmul(x, graph.constant(table)) * w},
+                    x=np.ones((2, 4), "float32"))
+    g.save(tmp_path / "g")
+    (constant,) = (tmp_path / "g" / "constants").iterdir()
+    return tmp_path / "g", constant
+
+
+@pytest.mark.parametrize("array,found", [
+    (np.zeros((4, 4), "float64"), "float64[4,4]"),   # would run and return float64
+    (np.zeros((4, 4), "int64"), "int64[4,4]"),
+    (np.zeros((3, 3), "float32"), "float32[3,3]"),   # would fail later inside matmul
+    (np.zeros((16,), "float32"), "float32[16]"),
+])
+def test_an_array_file_of_another_type_than_declared_is_refused(tmp_path, array, found):
+    directory, constant = _saved(tmp_path)
+    np.save(constant, array)
+    with pytest.raises(ValueError, match="line 3: the constant's value is " + re.escape(found) + ", but the "
+                                         r"line declares float32\[4,4\]"):
+        graph.load(directory)
+
+
+def test_a_declared_huge_shape_does_not_pass_for_a_small_file(tmp_path):
+    directory, _ = _saved(tmp_path)
+    text = (directory / "graph.txt").read_text()
+    (directory / "graph.txt").write_text(text.replace("float32[4,4]", "float32[100000,100000]"))
+    with pytest.raises(ValueError, match="declares float32"):
+        graph.load(directory)
+
+
+def test_object_arrays_are_never_unpickled(tmp_path):
+    directory, constant = _saved(tmp_path)
+    np.save(constant, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="allow_pickle=False"):
+        graph.load(directory)
+
+
+def test_a_file_that_is_no_npy_file_is_named(tmp_path):
+    directory, constant = _saved(tmp_path)
+    constant.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match=r"constants/c\d+\.npy is not a \.npy file"):
+        graph.load(directory)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("graph {\n  %0 = constant {value=array([1.0, 2.0, 3.0], 'float32')} : float32[2,2]\n"
+     "  output 'y' = %0\n}", "line 2: the constant's value is float32"),
+    ("graph {\n  %0 = constant {value=3} : float32[]\n  output 'y' = %0\n}",
+     "value is int64"),
+    ("graph {\n  %0 = constant : float32[2]\n  output 'y' = %0\n}", "needs a value"),
+    ("graph {\n  %0 = input {name='x'} : object[2]\n  output 'y' = %0\n}",
+     "not a tensor dtype: 'object'"),
+    ("graph {\n  %0 = input {name='x'} : str[2]\n  output 'y' = %0\n}", "not a tensor dtype"),
+    ("graph {\n  %0 = input : float32[2]\n  output 'y' = %0\n}", "input node without a name"),
+    ("graph {\n  %0 = parameter {name=3} : float32[2]\n  output 'y' = %0\n}",
+     "parameter node without a name"),
+    ("graph {\n  %0 = input {name='x'} : float32[2]\n  output 'y' = %0\n  output 'y' = %0\n}",
+     "line 4: a second output named 'y'"),
+])
+def test_parse_refuses_lines_whose_values_or_types_do_not_fit(text, message):
+    with pytest.raises(ValueError, match=message):
+        graph.parse(text)
+
+
+def test_parse_wants_text():
+    with pytest.raises(TypeError, match="must be a str"):
+        graph.parse(b"graph {\n}\n")

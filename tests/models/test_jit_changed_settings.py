@@ -1,0 +1,54 @@
+"""`compile(jit_compile=True)` while a callback changes the optimizer's settings: the replayed
+steps follow the change as the eager steps do (a setting that the traced update holds as a
+constant gets a new program)."""
+
+import numpy as np
+import pytest
+
+import kerasrs
+from kerasrs import layers
+
+
+class _Change(kerasrs.callbacks.Callback):
+    def __init__(self, name, value):
+        super().__init__()
+        self.name, self.value = name, value
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 1:
+            setattr(self.model.optimizer, self.name, self.value)
+
+
+def _with(optimizer, **settings):
+    for name, value in settings.items():
+        setattr(optimizer, name, value)
+    return optimizer
+
+
+def _train(optimizer, name, value, jit_compile):
+    kerasrs.utils.set_random_seed(0)
+    model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(8, activation="tanh"),
+                                layers.Dense(1)])
+    model.compile(optimizer(), "mse", jit_compile=jit_compile)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(32, 6)).astype("float32"), rng.normal(size=(32, 1)).astype("float32")
+    history = model.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False,
+                        callbacks=[_Change(name, value)])
+    return history.history["loss"], model.get_weights()
+
+
+@pytest.mark.parametrize("optimizer,name,value", [
+    (lambda: kerasrs.optimizers.Adam(0.01), "beta_1", 0.0),
+    (lambda: kerasrs.optimizers.Adam(0.01), "epsilon", 1.0),
+    (lambda: _with(kerasrs.optimizers.SGD(0.05, momentum=0.5), momentum=np.float32(0.5)),
+     "momentum", np.float32(0.9)),
+    (lambda: kerasrs.optimizers.SGD(0.05, momentum=0.5), "momentum", 0.0),
+    (lambda: kerasrs.optimizers.SGD(0.05, clipnorm=10.0), "clipnorm", 1e-3),
+    (lambda: kerasrs.optimizers.SGD(0.05, clipvalue=10.0), "clipvalue", 1e-4),
+])
+def test_a_setting_changed_by_a_callback_reaches_the_replayed_update(optimizer, name, value):
+    eager_losses, eager_weights = _train(optimizer, name, value, False)
+    jit_losses, jit_weights = _train(optimizer, name, value, True)
+    assert jit_losses == eager_losses
+    for a, b in zip(jit_weights, eager_weights):
+        np.testing.assert_array_equal(a, b)
