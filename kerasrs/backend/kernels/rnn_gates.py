@@ -59,7 +59,8 @@ class Twin:
             dh: ``(n, units)`` gradient of ``h``.
             dc: ``(n, units)`` gradient of ``c`` from later steps (not yet including ``dh``'s).
             activation, recurrent_activation: as in `lstm_gates`.
-            out: optional ``(dz, dc_prev)`` arrays to write into.
+            out: optional ``(dz, dc_prev)`` arrays to write into; ``dz`` may be ``gates``
+                itself (dz then replaces the gates, which saves a pass over memory).
 
         Returns:
             ``(dz, dc_prev)``: ``dz (n, 4 units)`` gradient of the pre-activations ``z``;
@@ -185,6 +186,19 @@ def lstm_gates_grad_rows(gates, c_prev, tc, dh, dc, a, ra, dz, dc_prev, start, s
 
 
 @contracting_kernel
+def lstm_gates_grad_rows_in_place(gz, c_prev, tc, dh, dc, a, ra, dc_prev, start, stop):
+    """`lstm_gates_grad_rows` writing ``dz`` over the gates ``gz`` (each element is read before
+    it is written). One array for both lets LLVM vectorize; given as two, the overlap fails its
+    run-time alias check and the loop runs scalar."""
+    default = a == TANH and ra == SIGMOID
+    for i in range(start, stop):
+        if default:
+            _lstm_grad_row(gz, c_prev, tc, dh, dc, TANH, SIGMOID, gz, dc_prev, i)
+        else:
+            _lstm_grad_row(gz, c_prev, tc, dh, dc, a, ra, gz, dc_prev, i)
+
+
+@contracting_kernel
 def _gru_row(xz, hz, h_prev, a, ra, h, i):
     u, one = h_prev.shape[1], h.dtype.type(1)  # (1 - z would widen float32 to float64)
     for j in range(u):
@@ -243,6 +257,12 @@ def _kernel_ok(z, arrays, *names):
             and all(a in GATES for a in names) and usable(z))
 
 
+def _same_view(a, b):
+    """Whether ``a`` and ``b`` are the same elements in the same layout."""
+    return (a.shape == b.shape and a.strides == b.strides
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
 class Cpu:
     """`NumpyBackend`'s compiled versions, falling back to `Twin` for what they do not take."""
 
@@ -265,9 +285,15 @@ class Cpu:
                                            recurrent_activation, out)
         dz, dc_prev = out if out is not None else (np.empty(gates.shape, gates.dtype),
                                                     np.empty(c_prev.shape, gates.dtype))
-        cpu_threads.split(lstm_gates_grad_rows.compiled(), gates.shape[0], gates, c_prev, tc, dh,
-                          dc, CODES[activation], CODES[recurrent_activation], dz, dc_prev,
-                          work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
+        codes = CODES[activation], CODES[recurrent_activation]
+        if _same_view(dz, gates):
+            cpu_threads.split(lstm_gates_grad_rows_in_place.compiled(), gates.shape[0], gates,
+                              c_prev, tc, dh, dc, *codes, dc_prev,
+                              work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
+        else:
+            cpu_threads.split(lstm_gates_grad_rows.compiled(), gates.shape[0], gates, c_prev, tc,
+                              dh, dc, *codes, dz, dc_prev,
+                              work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
         return dz, dc_prev
 
     def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
