@@ -1,7 +1,7 @@
 """Where one training step of compare.py's LSTM model goes (LSTM(128) over 28 rows, Dense(10),
 batch 128, Adam, 2 threads), and old-vs-new step timings in alternating subprocesses.
 
-    python benchmarks/lstm_step.py profile [--jit]      # phases + cProfile of eager steps
+    python benchmarks/lstm_step.py profile [--jit] [--cpu-time]  # phases + cProfile of steps
     python benchmarks/lstm_step.py time [--jit]         # one line: median ms per step
     python benchmarks/lstm_step.py compare OLD NEW [--jit] [--rounds 5] [--threads 2] [--cpu-time]
         # OLD/NEW: kerasrs checkouts; each round runs `time` under each (alternating) and the
@@ -54,8 +54,8 @@ class Phases:
     """Wall time per phase: wrapped methods add to ``totals[Class.method]``; ``np.matmul``
     calls (the per-step GEMMs) add to ``totals[matmul in <innermost wrapped method>]``."""
 
-    def __init__(self):
-        self.totals, self.stack = {}, []
+    def __init__(self, clock=time.perf_counter):
+        self.totals, self.stack, self.clock = {}, [], clock
 
     def add(self, label, seconds):
         self.totals[label] = self.totals.get(label, 0.0) + seconds
@@ -65,11 +65,11 @@ class Phases:
 
         def wrapper(*args, **kwargs):
             self.stack.append(label)
-            t0 = time.perf_counter()
+            t0 = self.clock()
             try:
                 return inner(*args, **kwargs)
             finally:
-                self.add(label, time.perf_counter() - t0)
+                self.add(label, self.clock() - t0)
                 self.stack.pop()
 
         setattr(cls, name, wrapper)
@@ -78,17 +78,17 @@ class Phases:
         inner = np.matmul
 
         def matmul(*args, **kwargs):
-            t0 = time.perf_counter()
+            t0 = self.clock()
             try:
                 return inner(*args, **kwargs)
             finally:
                 where = self.stack[-1] if self.stack else "elsewhere"
-                self.add(f"np.matmul in {where}", time.perf_counter() - t0)
+                self.add(f"np.matmul in {where}", self.clock() - t0)
 
         np.matmul = matmul
 
 
-def profile(jit):
+def profile(jit, clock):
     import cProfile
     import pstats
 
@@ -96,7 +96,7 @@ def profile(jit):
     from kerasrs.ops import gated_recurrence
 
     model, x, y = build(jit)
-    phases = Phases()
+    phases = Phases(clock)
     lstm = gated_recurrence.LSTMRecurrence
     for cls, name in [(lstm, "forward"), (lstm, "backward"), (NumpyBackend, "lstm_gates"),
                       (NumpyBackend, "lstm_gates_grad")] + \
@@ -104,7 +104,7 @@ def profile(jit):
         phases.wrap(cls, name)
     phases.wrap_matmul()
     steps = len(x) // BATCH
-    total = step_ms(model, x, y) * steps / 1e3
+    total = step_ms(model, x, y, clock) * steps / 1e3
     print(f"step: {total * 1e3 / steps:.2f} ms (eager{' + jit' if jit else ''}); "
           "phases nest (forward includes its kernels and GEMMs)")
     for k, v in sorted(phases.totals.items(), key=lambda kv: -kv[1]):
@@ -170,7 +170,7 @@ def main():
                         "OpenBLAS threads spin between GEMMs)")
     args = p.parse_args()
     if args.mode == "profile":
-        profile(args.jit)
+        profile(args.jit, time.thread_time if args.cpu_time else time.perf_counter)
     elif args.mode == "time":  # the fastest of many short epochs: the least disturbed
         model, x, y = build(args.jit)
         x, y = x[:BATCH * 4], y[:BATCH * 4]

@@ -50,6 +50,7 @@ class LSTMRecurrence(Recurrence):
         keep = self._time_major_mask(xp, steps)
         self.outs = self.states[0] if keep is None else xp.zeros_like(self.states[0])
         h, c = self.states
+        gates_step = be.lstm_gates_loop(*self.activations)[0]
         for t in range(steps):
             h_in = self.xh[t, :, f:f + u]
             if self.rmask is None:
@@ -57,7 +58,7 @@ class LSTMRecurrence(Recurrence):
             else:
                 xp.multiply(h[t], self.rmask, out=h_in)
             xp.matmul(self.xh[t], w, out=self.z[t])
-            be.lstm_gates(self.z[t], c[t], *self.activations, out=(h[t + 1], c[t + 1], self.tc[t]))
+            gates_step(self.z[t], c[t], h[t + 1], c[t + 1], self.tc[t])
             if keep is not None:
                 self._carry(xp, t, keep[t])
         return self._pack(xp, batch, steps)
@@ -76,6 +77,7 @@ class LSTMRecurrence(Recurrence):
         if self.spent:
             self._gates_again(xp)
         self.dz, self.spent = self.z, True  # every step's dz replaces its gates (for the GEMMs)
+        self.grad_step = self.backend.lstm_gates_loop(*self.activations)[1]
         self.dc_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
         self.dh_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
         self.rk_t = xp.ascontiguousarray(self.rk.T)  # a C-order B runs ~15 % faster per step
@@ -95,8 +97,7 @@ class LSTMRecurrence(Recurrence):
         Two buffers each: a step never writes the one it reads."""
         dh, dc = d_states
         dz, dc_prev = self.dz[t], self.dc_buffers[t % 2]
-        self.backend.lstm_gates_grad(dz, self.states[1][t], self.tc[t], dh, dc,
-                                     *self.activations, out=(dz, dc_prev))
+        self.grad_step(dz, self.states[1][t], self.tc[t], dh, dc, dz, dc_prev)
         if not need_dh:
             return [None, None]
         dh = xp.matmul(dz, self.rk_t, out=self.dh_buffers[t % 2])
@@ -106,10 +107,11 @@ class LSTMRecurrence(Recurrence):
 
     def _gates_again(self, xp):
         """The gates of every step again, as forward computed them (``dz`` replaced them)."""
-        h_c_tc = tuple(xp.empty_like(self.tc[0]) for _ in range(3))
+        h, c, tc = (xp.empty_like(self.tc[0]) for _ in range(3))
+        gates_step = self.backend.lstm_gates_loop(*self.activations)[0]
         for t in range(self.z.shape[0]):
             xp.matmul(self.xh[t], self.w, out=self.z[t])
-            self.backend.lstm_gates(self.z[t], self.states[1][t], *self.activations, out=h_c_tc)
+            gates_step(self.z[t], self.states[1][t], h, c, tc)
 
     def _weight_grads(self, xp):
         """Gradients of x (one GEMM) and of kernel, recurrent_kernel and bias (together one

@@ -296,3 +296,34 @@ def test_lstm_second_backward_of_a_persistent_tape_recomputes_the_gates(rng, mas
     second = [g.data for g in tape.gradient(loss, args)]
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_lstm_gates_loop_calls_the_kernels_directly_after_one_checked_call(be, rng, dtype,
+                                                                          monkeypatch):
+    """`lstm_gates_loop`: three steps agree with the twins; only the first goes through the
+    checked `lstm_gates`/`lstm_gates_grad` when numba takes the arrays (float16: every step)."""
+    n, u, acts = 5, 3, ("tanh", "sigmoid")
+    checked = []
+    for name in ("lstm_gates", "lstm_gates_grad"):
+        method = getattr(type(be), name)
+        monkeypatch.setattr(type(be), name, lambda self, *a, _m=method, _n=name, **k:
+                            checked.append(_n) or _m(self, *a, **k))
+    forward, backward = be.lstm_gates_loop(*acts)
+    for _ in range(3):
+        z = _array(rng, (n, 4 * u), dtype, True, scale=3.0)
+        c_prev, dh, dc = (_array(rng, (n, u), dtype, True) for _ in range(3))
+        z_ref = z.copy()
+        ref = Backend.lstm_gates(be, z_ref, c_prev, *acts)
+        h, c, tc = (np.empty_like(c_prev) for _ in range(3))
+        forward(z, c_prev, h, c, tc)
+        tol = 1e-3 if dtype == np.float16 else _tol(dtype)
+        for g, r in zip((z, h, c, tc), (z_ref,) + ref):
+            np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+        ref = Backend.lstm_gates_grad(be, z_ref, c_prev, tc, dh, dc, *acts)
+        dc_prev = np.empty_like(c_prev)
+        backward(z, c_prev, tc, dh, dc, z, dc_prev)  # dz over the gates
+        for g, r in zip((z, dc_prev), ref):
+            np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+    calls = 3 if dtype == np.float16 else 1
+    assert checked == ["lstm_gates", "lstm_gates_grad"] * calls

@@ -59,8 +59,8 @@ class Twin:
             dh: ``(n, units)`` gradient of ``h``.
             dc: ``(n, units)`` gradient of ``c`` from later steps (not yet including ``dh``'s).
             activation, recurrent_activation: as in `lstm_gates`.
-            out: optional ``(dz, dc_prev)`` arrays to write into; ``dz`` may be ``gates``
-                itself (dz then replaces the gates, which saves a pass over memory).
+            out: optional ``(dz, dc_prev)`` arrays to write into; ``dz`` may be the array
+                ``gates`` itself (dz then replaces the gates, which saves a pass over memory).
 
         Returns:
             ``(dz, dc_prev)``: ``dz (n, 4 units)`` gradient of the pre-activations ``z``;
@@ -75,6 +75,21 @@ class Twin:
             dc_total * i * _gate_derivative(self, g, activation),
             dh * tc * _gate_derivative(self, o, recurrent_activation)], axis=1)
         return write_out(out, (dz.astype(gates.dtype, copy=False), dc_total * f))
+
+    def lstm_gates_loop(self, activation="tanh", recurrent_activation="sigmoid"):
+        """`lstm_gates` and `lstm_gates_grad` for a loop over time steps whose arrays keep one
+        dtype and layout: ``(forward, backward)``, called as ``forward(z, c_prev, h, c, tc)``
+        and ``backward(gates, c_prev, tc, dh, dc, dz, dc_prev)`` (the last arrays are the
+        ``out`` ones). The compiled versions check the arrays on the first call only."""
+        acts = activation, recurrent_activation
+
+        def forward(z, c_prev, h, c, tc):
+            self.lstm_gates(z, c_prev, *acts, out=(h, c, tc))
+
+        def backward(gates, c_prev, tc, dh, dc, dz, dc_prev):
+            self.lstm_gates_grad(gates, c_prev, tc, dh, dc, *acts, out=(dz, dc_prev))
+
+        return forward, backward
 
     def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
                   out=None):
@@ -257,10 +272,35 @@ def _kernel_ok(z, arrays, *names):
             and all(a in GATES for a in names) and usable(z))
 
 
-def _same_view(a, b):
-    """Whether ``a`` and ``b`` are the same elements in the same layout."""
-    return (a.shape == b.shape and a.strides == b.strides
-            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+def _direct_lstm(arrays, a, ra):
+    """``forward(z, c_prev, h, c, tc)`` calling the compiled kernel, or None when the arrays
+    need the checked path (`_single_part`)."""
+    if not _single_part(arrays, _LSTM_COST):
+        return None
+    kernel = lstm_gates_rows.compiled()
+    return lambda z, c_prev, h, c, tc: kernel(z, c_prev, a, ra, h, c, tc, 0, z.shape[0])
+
+
+def _direct_lstm_grad(arrays, a, ra):
+    """``backward(gates, c_prev, tc, dh, dc, dz, dc_prev)`` calling the compiled kernel (the
+    in-place one when ``dz`` is ``gates``), or None."""
+    if not _single_part(arrays, _LSTM_GRAD_COST):
+        return None
+    plain, in_place = lstm_gates_grad_rows.compiled(), lstm_gates_grad_rows_in_place.compiled()
+
+    def backward(g, c_prev, tc, dh, dc, dz, dc_prev):
+        if dz is g:
+            in_place(g, c_prev, tc, dh, dc, a, ra, dc_prev, 0, g.shape[0])
+        else:
+            plain(g, c_prev, tc, dh, dc, a, ra, dz, dc_prev, 0, g.shape[0])
+    return backward
+
+
+def _single_part(arrays, cost):
+    """True when the compiled kernel takes these arrays in one part (no split over threads)."""
+    z, c_prev = arrays[0], arrays[1]
+    return _kernel_ok(z, arrays) and len(cpu_threads.bounds(
+        z.shape[0], work_per_item=c_prev.shape[1] * cost)) == 1
 
 
 class Cpu:
@@ -286,7 +326,7 @@ class Cpu:
         dz, dc_prev = out if out is not None else (np.empty(gates.shape, gates.dtype),
                                                     np.empty(c_prev.shape, gates.dtype))
         codes = CODES[activation], CODES[recurrent_activation]
-        if _same_view(dz, gates):
+        if dz is gates:
             cpu_threads.split(lstm_gates_grad_rows_in_place.compiled(), gates.shape[0], gates,
                               c_prev, tc, dh, dc, *codes, dc_prev,
                               work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
@@ -295,6 +335,27 @@ class Cpu:
                               dh, dc, *codes, dz, dc_prev,
                               work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
         return dz, dc_prev
+
+    def lstm_gates_loop(self, activation="tanh", recurrent_activation="sigmoid"):
+        """`Twin.lstm_gates_loop` calling the kernels directly from the second call on, when
+        the first call's arrays suited them and need no split over threads (a 128 x 128 step:
+        the checks and the split cost ~6 us a call, 5-10 % of the kernel)."""
+        generic = super().lstm_gates_loop(activation, recurrent_activation)
+        if {activation, recurrent_activation} - set(GATES):
+            return generic
+        a, ra = CODES[activation], CODES[recurrent_activation]
+
+        def bind(checked, direct):
+            chosen = []  # after the first call: the direct function, or the checked one
+
+            def call(*arrays):
+                if chosen:
+                    return chosen[0](*arrays)
+                chosen.append(direct(arrays, a, ra) or checked)
+                checked(*arrays)
+            return call
+
+        return bind(generic[0], _direct_lstm), bind(generic[1], _direct_lstm_grad)
 
     def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
                   out=None):
