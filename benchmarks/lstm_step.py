@@ -74,6 +74,24 @@ class Phases:
 
         setattr(cls, name, wrapper)
 
+    def wrap_loop(self, cls, name):
+        """Time the per-step functions that ``cls.name`` returns (``lstm_gates_loop``)."""
+        inner = getattr(cls, name)
+
+        def timed(label, f):
+            def step(*args):
+                t0 = self.clock()
+                f(*args)
+                self.add(label, self.clock() - t0)
+            return step
+
+        def wrapper(*args, **kwargs):
+            forward, backward = inner(*args, **kwargs)
+            return (timed(f"{name}: forward step", forward),
+                    timed(f"{name}: backward step", backward))
+
+        setattr(cls, name, wrapper)
+
     def wrap_matmul(self):
         inner = np.matmul
 
@@ -102,6 +120,8 @@ def profile(jit, clock):
                       (NumpyBackend, "lstm_gates_grad")] + \
             [(lstm, n) for n in ("_weight_grads",) if hasattr(lstm, n)]:
         phases.wrap(cls, name)
+    if hasattr(NumpyBackend, "lstm_gates_loop"):  # (the per-step kernels, after one checked call)
+        phases.wrap_loop(NumpyBackend, "lstm_gates_loop")
     phases.wrap_matmul()
     steps = len(x) // BATCH
     total = step_ms(model, x, y, clock) * steps / 1e3
