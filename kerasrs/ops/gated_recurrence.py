@@ -18,6 +18,9 @@ class LSTMRecurrence(Recurrence):
     the kernel, recurrent-kernel and bias gradients are then one GEMM over all steps (a GEMM
     with ``features`` rows of inner dimension, as a separate input projection needs, runs at
     half the rate of the larger ones). Per step back only ``dz_t @ recurrent_kernel.T`` remains.
+    Backward writes ``dz_t`` over the gates of step ``t`` (their last reader): the gates were
+    written a whole sequence earlier and are out of cache, and a separate ``dz`` array doubled
+    the gate kernel's memory traffic. A second backward (a persistent tape) recomputes them.
     """
 
     n_states = 2
@@ -38,6 +41,7 @@ class LSTMRecurrence(Recurrence):
         if bias is not None:
             self.xh[:, :, f + u] = 1
         w = xp.concatenate([kernel, recurrent_kernel] + ([bias[None]] if bias is not None else []))
+        self.w, self.spent = w, False  # (for `_gates_again`)
         self.z = be.empty((steps, batch, 4 * u), x.dtype)  # pre-activations, then the gates
         self.states = [be.empty((steps + 1, batch, u), x.dtype) for _ in range(2)]
         for s, s0 in zip(self.states, states):
@@ -46,6 +50,7 @@ class LSTMRecurrence(Recurrence):
         keep = self._time_major_mask(xp, steps)
         self.outs = self.states[0] if keep is None else xp.zeros_like(self.states[0])
         h, c = self.states
+        gates_step = be.lstm_gates_loop(*self.activations)[0]
         for t in range(steps):
             h_in = self.xh[t, :, f:f + u]
             if self.rmask is None:
@@ -53,7 +58,7 @@ class LSTMRecurrence(Recurrence):
             else:
                 xp.multiply(h[t], self.rmask, out=h_in)
             xp.matmul(self.xh[t], w, out=self.z[t])
-            be.lstm_gates(self.z[t], c[t], *self.activations, out=(h[t + 1], c[t + 1], self.tc[t]))
+            gates_step(self.z[t], c[t], h[t + 1], c[t + 1], self.tc[t])
             if keep is not None:
                 self._carry(xp, t, keep[t])
         return self._pack(xp, batch, steps)
@@ -69,7 +74,10 @@ class LSTMRecurrence(Recurrence):
                 d += gy[:, seq + j]
         g_out = gy[:, :steps].transpose(1, 0, 2) if self.return_sequences else None
         d_out = xp.zeros_like(d_states[0]) if self.keep is not None else None
-        self.dz = self.backend.empty((steps, batch, gu), gy.dtype)  # all steps' dz, for the GEMMs
+        if self.spent:
+            self._gates_again(xp)
+        self.dz, self.spent = self.z, True  # every step's dz replaces its gates (for the GEMMs)
+        self.grad_step = self.backend.lstm_gates_loop(*self.activations)[1]
         self.dc_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
         self.dh_buffers = [xp.empty((batch, u), gy.dtype) for _ in range(2)]
         self.rk_t = xp.ascontiguousarray(self.rk.T)  # a C-order B runs ~15 % faster per step
@@ -89,14 +97,21 @@ class LSTMRecurrence(Recurrence):
         Two buffers each: a step never writes the one it reads."""
         dh, dc = d_states
         dz, dc_prev = self.dz[t], self.dc_buffers[t % 2]
-        self.backend.lstm_gates_grad(self.z[t], self.states[1][t], self.tc[t], dh, dc,
-                                     *self.activations, out=(dz, dc_prev))
+        self.grad_step(dz, self.states[1][t], self.tc[t], dh, dc, dz, dc_prev)
         if not need_dh:
             return [None, None]
         dh = xp.matmul(dz, self.rk_t, out=self.dh_buffers[t % 2])
         if self.rmask is not None:
             dh *= self.rmask
         return [dh, dc_prev]
+
+    def _gates_again(self, xp):
+        """The gates of every step again, as forward computed them (``dz`` replaced them)."""
+        h, c, tc = (xp.empty_like(self.tc[0]) for _ in range(3))
+        gates_step = self.backend.lstm_gates_loop(*self.activations)[0]
+        for t in range(self.z.shape[0]):
+            xp.matmul(self.xh[t], self.w, out=self.z[t])
+            gates_step(self.z[t], self.states[1][t], h, c, tc)
 
     def _weight_grads(self, xp):
         """Gradients of x (one GEMM) and of kernel, recurrent_kernel and bias (together one

@@ -237,3 +237,93 @@ def test_gate_kernels_on_nan_inf_and_signed_zeros_match_twins(be, dtype, acts):
         np.testing.assert_array_equal(g, r)
         real = ~np.isnan(r)  # (a NaN's sign bit means nothing)
         np.testing.assert_array_equal(np.signbit(g[real]), np.signbit(r[real]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("acts", ACTS)
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_lstm_gates_grad_in_place_over_the_gates_matches_twin(be, rng, dtype, acts,
+                                                               contiguous):
+    """``out=(gates, dc_prev)``: dz replaces the gates (the LSTM's backward does this)."""
+    n, u = 33, 17
+    gates = _array(rng, (n, 4 * u), dtype, contiguous, scale=3.0)
+    c_prev = _array(rng, (n, u), dtype, contiguous)
+    _, _, tc = Backend.lstm_gates(be, gates, c_prev, *acts)
+    dh, dc = _array(rng, (n, u), dtype, contiguous), _array(rng, (n, u), dtype, contiguous)
+    ref = Backend.lstm_gates_grad(be, gates, c_prev, tc, dh, dc, *acts)
+    dc_prev = np.empty_like(ref[1])
+    got = be.lstm_gates_grad(gates, c_prev, tc, dh, dc, *acts, out=(gates, dc_prev))
+    assert got[0] is gates
+    for g, r in zip((gates, dc_prev), ref):
+        np.testing.assert_allclose(g, r, rtol=_tol(dtype), atol=_tol(dtype))
+
+
+def _lstm_op(rng, dtype, masked=False):
+    f, u = 5, 6
+    x = rng.standard_normal((3, 4, f)).astype(dtype)
+    k, rk = ((rng.standard_normal(s) * 0.5).astype(dtype) for s in ((f, 4 * u), (u, 4 * u)))
+    b = rng.standard_normal(4 * u).astype(dtype)
+    mask = np.array([[1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 0]], bool) if masked else None
+    return [Tensor(a) for a in (x, k, rk, b)], mask
+
+
+def test_lstm_backward_writes_dz_over_the_gates(monkeypatch, rng):
+    """The pre-activation gradients take the gates' memory: no second (time, batch, 4 units)
+    array is allocated (the gate kernel's memory traffic halves)."""
+    from kerasrs.ops.gated_recurrence import LSTMRecurrence
+
+    seen = []
+    backward = LSTMRecurrence.backward
+    monkeypatch.setattr(LSTMRecurrence, "backward",
+                        lambda self, gy: (seen.append(self), backward(self, gy))[1])
+    args, _ = _lstm_op(rng, np.float32)
+    with GradientTape() as tape:
+        tape.watch(args)
+        loss = (rnn_ops.lstm(*args, return_sequences=True) ** 2).sum()
+    tape.gradient(loss, args)
+    assert seen and seen[0].dz is seen[0].z
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_lstm_second_backward_of_a_persistent_tape_recomputes_the_gates(rng, masked):
+    """A persistent tape runs backward twice; the second finds dz where the gates were and
+    must compute them again: both give the same gradients (float64, bit for bit)."""
+    args, mask = _lstm_op(rng, np.float64, masked)
+    with GradientTape(persistent=True) as tape:
+        tape.watch(args)
+        loss = (rnn_ops.lstm(*args, mask=mask, return_sequences=True) ** 2).sum()
+    first = [g.data.copy() for g in tape.gradient(loss, args)]
+    second = [g.data for g in tape.gradient(loss, args)]
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_lstm_gates_loop_calls_the_kernels_directly_after_one_checked_call(be, rng, dtype,
+                                                                          monkeypatch):
+    """`lstm_gates_loop`: three steps agree with the twins; only the first goes through the
+    checked `lstm_gates`/`lstm_gates_grad` when numba takes the arrays (float16: every step)."""
+    n, u, acts = 5, 3, ("tanh", "sigmoid")
+    checked = []
+    for name in ("lstm_gates", "lstm_gates_grad"):
+        method = getattr(type(be), name)
+        monkeypatch.setattr(type(be), name, lambda self, *a, _m=method, _n=name, **k:
+                            checked.append(_n) or _m(self, *a, **k))
+    forward, backward = be.lstm_gates_loop(*acts)
+    for _ in range(3):
+        z = _array(rng, (n, 4 * u), dtype, True, scale=3.0)
+        c_prev, dh, dc = (_array(rng, (n, u), dtype, True) for _ in range(3))
+        z_ref = z.copy()
+        ref = Backend.lstm_gates(be, z_ref, c_prev, *acts)
+        h, c, tc = (np.empty_like(c_prev) for _ in range(3))
+        forward(z, c_prev, h, c, tc)
+        tol = 1e-3 if dtype == np.float16 else _tol(dtype)
+        for g, r in zip((z, h, c, tc), (z_ref,) + ref):
+            np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+        ref = Backend.lstm_gates_grad(be, z_ref, c_prev, tc, dh, dc, *acts)
+        dc_prev = np.empty_like(c_prev)
+        backward(z, c_prev, tc, dh, dc, z, dc_prev)  # dz over the gates
+        for g, r in zip((z, dc_prev), ref):
+            np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+    calls = 3 if dtype == np.float16 else 1
+    assert checked == ["lstm_gates", "lstm_gates_grad"] * calls

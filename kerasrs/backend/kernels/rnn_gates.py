@@ -59,7 +59,8 @@ class Twin:
             dh: ``(n, units)`` gradient of ``h``.
             dc: ``(n, units)`` gradient of ``c`` from later steps (not yet including ``dh``'s).
             activation, recurrent_activation: as in `lstm_gates`.
-            out: optional ``(dz, dc_prev)`` arrays to write into.
+            out: optional ``(dz, dc_prev)`` arrays to write into; ``dz`` may be the array
+                ``gates`` itself (dz then replaces the gates, which saves a pass over memory).
 
         Returns:
             ``(dz, dc_prev)``: ``dz (n, 4 units)`` gradient of the pre-activations ``z``;
@@ -74,6 +75,21 @@ class Twin:
             dc_total * i * _gate_derivative(self, g, activation),
             dh * tc * _gate_derivative(self, o, recurrent_activation)], axis=1)
         return write_out(out, (dz.astype(gates.dtype, copy=False), dc_total * f))
+
+    def lstm_gates_loop(self, activation="tanh", recurrent_activation="sigmoid"):
+        """`lstm_gates` and `lstm_gates_grad` for a loop over time steps whose arrays keep one
+        dtype and layout: ``(forward, backward)``, called as ``forward(z, c_prev, h, c, tc)``
+        and ``backward(gates, c_prev, tc, dh, dc, dz, dc_prev)`` (the last arrays are the
+        ``out`` ones). The compiled versions check the arrays on the first call only."""
+        acts = activation, recurrent_activation
+
+        def forward(z, c_prev, h, c, tc):
+            self.lstm_gates(z, c_prev, *acts, out=(h, c, tc))
+
+        def backward(gates, c_prev, tc, dh, dc, dz, dc_prev):
+            self.lstm_gates_grad(gates, c_prev, tc, dh, dc, *acts, out=(dz, dc_prev))
+
+        return forward, backward
 
     def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
                   out=None):
@@ -160,16 +176,17 @@ def lstm_gates_rows(z, c_prev, a, ra, h, c, tc, start, stop):
 
 
 @contracting_kernel
-def _lstm_grad_row(gates, c_prev, tc, dh, dc, a, ra, dz, dc_prev, i):
+def _lstm_grad_row(gates, c_prev, tc, dh, dc, a, ra, dz, dc_prev, i, k):
+    """Row ``i``, its ``dz`` into row ``k`` of ``dz``."""
     u = c_prev.shape[1]
     for j in range(u):
         ig, fg, gg, og = gates[i, j], gates[i, u + j], gates[i, 2 * u + j], gates[i, 3 * u + j]
         t, d_h = tc[i, j], dh[i, j]
         d_c = dc[i, j] + d_h * og * act_grad(t, a)
-        dz[i, j] = d_c * gg * act_grad(ig, ra)
-        dz[i, u + j] = d_c * c_prev[i, j] * act_grad(fg, ra)
-        dz[i, 2 * u + j] = d_c * ig * act_grad(gg, a)
-        dz[i, 3 * u + j] = d_h * t * act_grad(og, ra)
+        dz[k, j] = d_c * gg * act_grad(ig, ra)
+        dz[k, u + j] = d_c * c_prev[i, j] * act_grad(fg, ra)
+        dz[k, 2 * u + j] = d_c * ig * act_grad(gg, a)
+        dz[k, 3 * u + j] = d_h * t * act_grad(og, ra)
         dc_prev[i, j] = d_c * fg
 
 
@@ -179,9 +196,25 @@ def lstm_gates_grad_rows(gates, c_prev, tc, dh, dc, a, ra, dz, dc_prev, start, s
     default = a == TANH and ra == SIGMOID
     for i in range(start, stop):
         if default:
-            _lstm_grad_row(gates, c_prev, tc, dh, dc, TANH, SIGMOID, dz, dc_prev, i)
+            _lstm_grad_row(gates, c_prev, tc, dh, dc, TANH, SIGMOID, dz, dc_prev, i, i)
         else:
-            _lstm_grad_row(gates, c_prev, tc, dh, dc, a, ra, dz, dc_prev, i)
+            _lstm_grad_row(gates, c_prev, tc, dh, dc, a, ra, dz, dc_prev, i, i)
+
+
+@contracting_kernel
+def lstm_gates_grad_rows_in_place(gz, c_prev, tc, dh, dc, a, ra, dc_prev, start, stop):
+    """`lstm_gates_grad_rows` writing ``dz`` over the gates ``gz``. Each row's ``dz`` goes to a
+    scratch row first, then over the row's gates: a loop that reads and writes one array's
+    gate blocks runs scalar (LLVM cannot prove the blocks apart), 2-3 times slower."""
+    row = np.empty((1, gz.shape[1]), gz.dtype)
+    default = a == TANH and ra == SIGMOID
+    for i in range(start, stop):
+        if default:
+            _lstm_grad_row(gz, c_prev, tc, dh, dc, TANH, SIGMOID, row, dc_prev, i, 0)
+        else:
+            _lstm_grad_row(gz, c_prev, tc, dh, dc, a, ra, row, dc_prev, i, 0)
+        for j in range(gz.shape[1]):  # (a loop: numba's gz[i] = row[0] took 0.3 us a row)
+            gz[i, j] = row[0, j]
 
 
 @contracting_kernel
@@ -243,6 +276,37 @@ def _kernel_ok(z, arrays, *names):
             and all(a in GATES for a in names) and usable(z))
 
 
+def _direct_lstm(arrays, a, ra):
+    """``forward(z, c_prev, h, c, tc)`` calling the compiled kernel, or None when the arrays
+    need the checked path (`_single_part`)."""
+    if not _single_part(arrays, _LSTM_COST):
+        return None
+    kernel = lstm_gates_rows.compiled()
+    return lambda z, c_prev, h, c, tc: kernel(z, c_prev, a, ra, h, c, tc, 0, z.shape[0])
+
+
+def _direct_lstm_grad(arrays, a, ra):
+    """``backward(gates, c_prev, tc, dh, dc, dz, dc_prev)`` calling the compiled kernel (the
+    in-place one when ``dz`` is ``gates``), or None."""
+    if not _single_part(arrays, _LSTM_GRAD_COST):
+        return None
+    plain, in_place = lstm_gates_grad_rows.compiled(), lstm_gates_grad_rows_in_place.compiled()
+
+    def backward(g, c_prev, tc, dh, dc, dz, dc_prev):
+        if dz is g:
+            in_place(g, c_prev, tc, dh, dc, a, ra, dc_prev, 0, g.shape[0])
+        else:
+            plain(g, c_prev, tc, dh, dc, a, ra, dz, dc_prev, 0, g.shape[0])
+    return backward
+
+
+def _single_part(arrays, cost):
+    """True when the compiled kernel takes these arrays in one part (no split over threads)."""
+    z, c_prev = arrays[0], arrays[1]
+    return _kernel_ok(z, arrays) and len(cpu_threads.bounds(
+        z.shape[0], work_per_item=c_prev.shape[1] * cost)) == 1
+
+
 class Cpu:
     """`NumpyBackend`'s compiled versions, falling back to `Twin` for what they do not take."""
 
@@ -265,10 +329,37 @@ class Cpu:
                                            recurrent_activation, out)
         dz, dc_prev = out if out is not None else (np.empty(gates.shape, gates.dtype),
                                                     np.empty(c_prev.shape, gates.dtype))
-        cpu_threads.split(lstm_gates_grad_rows.compiled(), gates.shape[0], gates, c_prev, tc, dh,
-                          dc, CODES[activation], CODES[recurrent_activation], dz, dc_prev,
-                          work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
+        codes = CODES[activation], CODES[recurrent_activation]
+        if dz is gates:
+            cpu_threads.split(lstm_gates_grad_rows_in_place.compiled(), gates.shape[0], gates,
+                              c_prev, tc, dh, dc, *codes, dc_prev,
+                              work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
+        else:
+            cpu_threads.split(lstm_gates_grad_rows.compiled(), gates.shape[0], gates, c_prev, tc,
+                              dh, dc, *codes, dz, dc_prev,
+                              work_per_item=c_prev.shape[1] * _LSTM_GRAD_COST)
         return dz, dc_prev
+
+    def lstm_gates_loop(self, activation="tanh", recurrent_activation="sigmoid"):
+        """`Twin.lstm_gates_loop` calling the kernels directly from the second call on, when
+        the first call's arrays suited them and need no split over threads (a 128 x 128 step:
+        the checks and the split cost ~6 us a call, 5-10 % of the kernel)."""
+        generic = super().lstm_gates_loop(activation, recurrent_activation)
+        if {activation, recurrent_activation} - set(GATES):
+            return generic
+        a, ra = CODES[activation], CODES[recurrent_activation]
+
+        def bind(checked, direct):
+            chosen = []  # after the first call: the direct function, or the checked one
+
+            def call(*arrays):
+                if chosen:
+                    return chosen[0](*arrays)
+                chosen.append(direct(arrays, a, ra) or checked)
+                checked(*arrays)
+            return call
+
+        return bind(generic[0], _direct_lstm), bind(generic[1], _direct_lstm_grad)
 
     def gru_gates(self, xz, hz, h_prev, activation="tanh", recurrent_activation="sigmoid",
                   out=None):
