@@ -11,6 +11,7 @@ Each file is written to a temporary name and renamed into place, arrays first an
 last, so an interrupted save never leaves a ``graph.txt`` that refers to missing arrays.
 """
 
+import math
 import os
 import urllib.parse
 
@@ -99,6 +100,10 @@ def _inside(directory, path):
     return full
 
 
+_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
+            (2, 0): np.lib.format.read_array_header_2_0}  # others: np.load checks them
+
+
 def _read_array(directory, path):
     """The array in ``path`` (never unpickled). A file that does not start as a ``.npy``
     file is refused naming it (NumPy would say it holds pickled data and how to load that)."""
@@ -106,6 +111,18 @@ def _read_array(directory, path):
     with open(full, "rb") as f:
         if f.read(6) != b"\x93NUMPY":
             raise ValueError(f"kerasrs.graph.load: {path} is not a .npy file.")
+        f.seek(0)
+        try:  # the header's shape against the file's size, before NumPy allocates for it
+            read = _HEADERS.get(np.lib.format.read_magic(f))
+            shape, _, dtype = read(f) if read else ((), False, np.dtype("u1"))
+        except (ValueError, SyntaxError) as e:
+            raise ValueError(f"kerasrs.graph.load: {path} has a malformed .npy header: "
+                             f"{e}") from None
+        size = os.fstat(f.fileno()).st_size - f.tell()
+    if not dtype.hasobject and size < math.prod(shape) * dtype.itemsize:
+        raise ValueError(f"kerasrs.graph.load: {path} declares {dtype.name}{list(shape)} "
+                         f"({math.prod(shape) * dtype.itemsize} bytes) but holds {size} "
+                         "bytes of data")
     return np.load(full, allow_pickle=False)
 
 

@@ -79,3 +79,18 @@ def test_parse_refuses_lines_whose_values_or_types_do_not_fit(text, message):
 def test_parse_wants_text():
     with pytest.raises(TypeError, match="must be a str"):
         graph.parse(b"graph {\n}\n")
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0)])
+def test_an_npy_header_declaring_more_data_than_the_file_holds_is_refused(tmp_path, version):
+    """Checked against the file size before NumPy allocates for the declared shape (which was
+    a MemoryError, or a reshape error naming nothing)."""
+    directory, constant = _saved(tmp_path)
+    header = {"descr": "<f4", "fortran_order": False, "shape": (100000, 100000, 1000)}
+    with open(constant, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header) if version == (1, 0) else \
+            np.lib.format.write_array_header_2_0(f, header)
+        f.write(b"\0" * 64)
+    with pytest.raises(ValueError, match=re.escape(
+            "declares float32[100000, 100000, 1000] (40000000000000 bytes) but holds 64 bytes")):
+        graph.load(directory)
