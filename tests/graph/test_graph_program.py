@@ -239,11 +239,11 @@ def test_ops_with_weak_python_scalars_run_directly_with_the_tapes_dtypes():
     text = """
         %0 = input {name='x'} : float32[4,3]
         %1 = input {name='n'} : int64[]
-        %2 = constant {value=0.5} : float32[]
+        %2 = constant {value=0.5} : float64[]
         %3 = multiply(%0, %2) : float32[4,3]
         %4 = constant {value=1} : int64[]
         %5 = add(%1, %4) : int64[]
-        %6 = constant {value=3} : int32[]
+        %6 = constant {value=3} : int64[]
         %7 = subtract(%3, %6) : float32[4,3]
     """
     graph_ = g(text, "output 'y' = %7\n output 'm' = %5")
