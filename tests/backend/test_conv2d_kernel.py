@@ -107,3 +107,29 @@ def test_blocked_conv2d_repeats_exactly():
     for a, b in zip(g1, g2):
         np.testing.assert_array_equal(a, b)
     assert not np.shares_memory(y1, y2)
+
+
+@pytest.mark.parametrize("act", ["linear", "relu", "sigmoid"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_channel_conv2d_runs_without_columns(monkeypatch, rng, act, dtype):
+    """A one-channel input (an image network's first layer) is convolved tap by tap: no column
+    matrix is written, forward or backward (its input gradient not asked), and the results
+    match the twin, over two parts of the output rows."""
+    be = numpy_backend.NumpyBackend()
+    monkeypatch.setattr(conv2d, "im2col_rows", None)  # any use of the columns fails
+    monkeypatch.setattr(conv2d.cpu_threads, "GRAIN", 64)  # several parts even when small
+    window, strides, dilation, padding = (3, 2), (1, 2), (2, 1), ((1, 2), (0, 1))
+    x = rng.standard_normal((4, 9, 8, 1)).astype(dtype)
+    kernel, bias = _case(rng, dtype, window, 1, filters=6)
+    args = (window, strides, dilation, padding)
+    want = Backend.conv2d(be, x, kernel, bias, act, *args)
+    got = be.conv2d(x, kernel, bias, act, *args)
+    tol = 1e-12 if dtype == "float64" else 2e-6
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    gy = rng.standard_normal(want.shape).astype(dtype)
+    ref = Backend.conv2d_grad(be, x, kernel, want, gy, act, *args, False, True, True)
+    out = be.conv2d_grad(x, kernel, got, gy, act, *args, False, True, True)
+    assert out[0] is None
+    for r, o in zip(ref[1:], out[1:]):
+        assert o.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(o, r, rtol=tol, atol=tol * 10)
