@@ -2,10 +2,20 @@
 128, Adam, 2 threads) spends its time: wall time per op (forward and backward of each
 `Function` class, each backend kernel family) by wrapping them with ``time.perf_counter``,
 and optionally a cProfile listing. Numbers nest: a backend kernel's time is also inside the op
-that called it. Run from the repository root:
+that called it. On a loaded machine, ``--threads 1 --cpu-clock`` counts the process's CPU time
+instead (with one thread that is the work done, whatever the other processes do). Run from the
+repository root:
 
-    .venv/bin/python benchmarks/cnn_profile.py [--steps 20] [--cprofile]
+    PYTHONPATH=. .venv/bin/python benchmarks/cnn_profile.py [--steps 20] [--cprofile]
+        [--threads 1 --cpu-clock]
 """
+
+import os
+import sys
+
+if "--threads" in sys.argv:  # before NumPy loads its BLAS (common.py sets 2 by default)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = sys.argv[sys.argv.index("--threads") + 1]
 
 import argparse
 import collections
@@ -25,18 +35,19 @@ from kerasrs.backend import numpy_backend
 BACKEND_METHODS = ("conv2d", "conv2d_grad", "im2col", "col2im", "max_pool", "max_pool_grad",
                    "bias_act", "bias_act_grad", "softmax_cross_entropy", "dropout", "adam")
 totals = collections.defaultdict(float)
+clock = [time.perf_counter]
 
 
 def _timed(name, fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        start = time.perf_counter()
+        start = clock[0]()
         try:
             return fn(*args, **kwargs)
         finally:
             geometry = getattr(args[0], "geometry", None)  # tell the two convolutions apart
             key = f"{name} {geometry.in_shape[1:]}" if geometry is not None else name
-            totals[key] += time.perf_counter() - start
+            totals[key] += clock[0]() - start
     return wrapper
 
 
@@ -63,7 +74,11 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--cprofile", action="store_true")
+    p.add_argument("--threads", type=int, help="BLAS and kernel threads (default 2)")
+    p.add_argument("--cpu-clock", action="store_true", help="process CPU time, not wall time")
     args = p.parse_args()
+    if args.cpu_clock:
+        clock[0] = time.process_time
     kerasrs.utils.set_random_seed(0)
     np.seterr(all="ignore")
     x, y = common.fashion_mnist(args.batch * (args.steps + 4), flat=False)
@@ -75,14 +90,15 @@ def main():
     instrument()
     xs, ys = x[warm:], y[warm:]
     profiler = cProfile.Profile() if args.cprofile else None
-    start = time.perf_counter()
+    start = clock[0]()
     if profiler:
         profiler.enable()
     model.fit(xs, ys, batch_size=args.batch, epochs=1, shuffle=False, verbose=0)
     if profiler:
         profiler.disable()
-    step = (time.perf_counter() - start) / args.steps
-    print(f"{step * 1e3:.2f} ms/step ({args.batch / step:.0f} samples/s, instrumented)")
+    step = (clock[0]() - start) / args.steps
+    print(f"{step * 1e3:.2f} ms/step ({args.batch / step:.0f} samples/s, instrumented, "
+          f"{'CPU' if args.cpu_clock else 'wall'} clock)")
     for name, t in sorted(totals.items(), key=lambda kv: -kv[1]):
         print(f"  {name:40s} {t / args.steps * 1e3:7.2f} ms  {t / args.steps / step:6.1%}")
     if profiler:

@@ -133,3 +133,4 @@ def test_one_channel_conv2d_runs_without_columns(monkeypatch, rng, act, dtype):
     for r, o in zip(ref[1:], out[1:]):
         assert o.dtype == np.dtype(dtype)
         np.testing.assert_allclose(o, r, rtol=tol, atol=tol * 10)
+

@@ -8,8 +8,8 @@ from kerasrs.backend import cpu_threads, memory
 from kerasrs.backend.kernels.activations import (BIAS_ACT, CODES, LINEAR, RELU, SIGMOID, TANH,
                                                  act, act_grad)
 from kerasrs.backend.kernels.bias_act import bias_act_grad_rows, bias_act_inplace
+from kerasrs.backend.kernels.cpu import contracting_kernel, usable
 from kerasrs.backend.kernels.cpu import kernel as numba_kernel
-from kerasrs.backend.kernels.cpu import usable
 from kerasrs.backend.kernels.im2col import col2im_samples, im2col_rows, padded_window_out
 
 CHUNK_BYTES = 1 << 23  # column block of a blocked CPU conv2d (2-8 MB measured alike)
@@ -71,7 +71,7 @@ def _blocks(x, window, strides, dilation, padding, k_rows):
 # applied as each output pixel is finished, and the backward (activation derivative, bias and
 # kernel gradients) in one pass over the output, without the columns or a gradient buffer.
 # Each kernel calls its loop with a constant activation code, so LLVM inlines and vectorizes
-# it (see `bias_act_rows`).
+# it (see `bias_act_rows`); multiply-adds are fused (1-2 ulp from the GEMM's rounding).
 @numba_kernel
 def one_channel_rows(x, kernel, bias, code, kh, kw, sh, sw, dh, dw, top, left, oh, ow, y,
                      start, stop):
@@ -91,17 +91,17 @@ def one_channel_rows(x, kernel, bias, code, kh, kw, sh, sw, dh, dw, top, left, o
                           y, start, stop)
 
 
-@numba_kernel
+@contracting_kernel
 def _one_channel_rows(x, kernel, bias, code, kh, kw, sh, sw, dh, dw, top, left, oh, ow, y,
                       start, stop):
     _, hh, ww, _ = x.shape
     filters = kernel.shape[1]
+    acc = np.empty(filters, y.dtype)
     for b in range(start, stop):
         s, r = b // oh, b % oh
         for q in range(ow):
-            out = y[b * ow + q]
             for f in range(filters):
-                out[f] = 0
+                acc[f] = 0
             for p in range(kh):
                 row = r * sh + p * dh - top
                 if row < 0 or row >= hh:
@@ -110,11 +110,11 @@ def _one_channel_rows(x, kernel, bias, code, kh, kw, sh, sw, dh, dw, top, left, 
                     col = q * sw + t * dw - left
                     if col < 0 or col >= ww:
                         continue
-                    v, w = x[s, row, col, 0], kernel[p * kw + t]
+                    v, j = x[s, row, col, 0], p * kw + t
                     for f in range(filters):
-                        out[f] += v * w[f]
+                        acc[f] += v * kernel[j, f]
             for f in range(filters):
-                out[f] = act(out[f] + bias[f], code)
+                y[b * ow + q, f] = act(acc[f] + bias[f], code)
 
 
 @numba_kernel
@@ -137,18 +137,22 @@ def one_channel_grad_rows(x, y, gy, code, kh, kw, sh, sw, dh, dw, top, left, oh,
                                gk, gb, start, stop)
 
 
-@numba_kernel
+@contracting_kernel
 def _one_channel_grad_rows(x, y, gy, code, kh, kw, sh, sw, dh, dw, top, left, oh, ow, g, gk, gb,
                            start, stop):
+    # Sums over one output row in the inputs' float type, added into the float64 totals after
+    # each row (a float64 sum of every pixel's product costs 1.5x as much).
     _, hh, ww, _ = x.shape
     filters = gy.shape[1]
+    row_gk = np.zeros((kh * kw, filters), gy.dtype)
+    row_gb = np.zeros(filters, gy.dtype)
     for b in range(start, stop):
         s, r = b // oh, b % oh
         for q in range(ow):
             i = b * ow + q
             for f in range(filters):
                 g[f] = gy[i, f] * act_grad(y[i, f], code)
-                gb[f] += g[f]
+                row_gb[f] += g[f]
             for p in range(kh):
                 row = r * sh + p * dh - top
                 if row < 0 or row >= hh:
@@ -157,9 +161,16 @@ def _one_channel_grad_rows(x, y, gy, code, kh, kw, sh, sw, dh, dw, top, left, oh
                     col = q * sw + t * dw - left
                     if col < 0 or col >= ww:
                         continue
-                    v, acc = x[s, row, col, 0], gk[p * kw + t]
+                    v, j = x[s, row, col, 0], p * kw + t
                     for f in range(filters):
-                        acc[f] += v * g[f]
+                        row_gk[j, f] += v * g[f]
+        for j in range(kh * kw):
+            for f in range(filters):
+                gk[j, f] += row_gk[j, f]
+                row_gk[j, f] = 0
+        for f in range(filters):
+            gb[f] += row_gb[f]
+            row_gb[f] = 0
 
 
 def _one_channel(x, kernel, bias, activation, window, strides, dilation, padding):
