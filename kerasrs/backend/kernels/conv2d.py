@@ -12,11 +12,14 @@ from kerasrs.backend.kernels.cpu import contracting_kernel, usable
 from kerasrs.backend.kernels.cpu import kernel as numba_kernel
 from kerasrs.backend.kernels.im2col import col2im_samples, im2col_rows, padded_window_out
 
-# Column block of a blocked CPU conv2d: about one core's L2. On an AMD Zen 4 (1 MB L2) 2-8 MB
-# measured alike; on an Intel Xeon (2 MB L2) the GEMMs of 8 MB blocks ran at 90 GFLOP/s against
-# 115-130 for 2 MB, and a 26x26x32 -> 64 conv's forward and backward (batch 128, one thread)
-# took 101 -> 86 ms with 2 MB (78 ms with 1 MB, one sample a block: 4x the GEMM calls).
-CHUNK_BYTES = 1 << 21
+# Column block of a blocked CPU conv2d. On one thread, about one core's L2: on an Intel Xeon
+# (2 MB L2) the GEMMs of 8 MB blocks ran at 90 GFLOP/s against 115-130 for 2 MB, and a 26x26x32
+# -> 64 conv's forward and backward (batch 128) took 101 -> 86 ms. With BLAS threads, each GEMM
+# call is a hand-over to them, and on a loaded machine every hand-over waited for a time slice:
+# there 2 MB blocks (4x the calls) took 3.4x as long as 8 MB ones, so they keep 8 MB (on an idle
+# AMD Zen 4, 1 MB L2, 2-8 MB measured alike).
+CHUNK_BYTES = 1 << 23
+SERIAL_CHUNK_BYTES = 1 << 21  # on one thread
 
 
 class Twin:
@@ -63,7 +66,8 @@ def _blocks(x, window, strides, dilation, padding, k_rows):
     """Output size, sample blocks and the column buffer (pooled memory, this call's own) of a
     blocked CPU `conv2d`."""
     outs = padded_window_out(x.shape, window, strides, dilation, padding)
-    per = max(1, CHUNK_BYTES // max(outs[0] * outs[1] * k_rows * x.itemsize, 1))
+    budget = CHUNK_BYTES if cpu_threads.threads() > 1 else SERIAL_CHUNK_BYTES
+    per = max(1, budget // max(outs[0] * outs[1] * k_rows * x.itemsize, 1))
     chunks = [(s, min(s + per, x.shape[0])) for s in range(0, x.shape[0], per)]
     cols = memory.empty((min(per, x.shape[0]) * outs[0] * outs[1], k_rows), x.dtype)
     return outs, chunks, cols
