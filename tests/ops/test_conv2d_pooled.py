@@ -74,6 +74,7 @@ def test_conv2d_matches_the_nd_path_for_any_blocking(monkeypatch, block_bytes, d
                                                      k_shape, strides, padding, dilation):
     if block_bytes is not None:
         monkeypatch.setattr(conv2d, "CHUNK_BYTES", block_bytes)
+        monkeypatch.setattr(conv2d, "SERIAL_CHUNK_BYTES", block_bytes)
     x, w = _rand(x_shape, 0).astype(dtype), _rand(k_shape, 1).astype(dtype)
     gy_full = None
     results = []

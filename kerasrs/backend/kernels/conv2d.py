@@ -4,13 +4,22 @@ their launchers); on the CPU it runs in blocks of samples through the same numba
 
 import numpy as np
 
-from kerasrs.backend import memory
-from kerasrs.backend.kernels.activations import BIAS_ACT, CODES
+from kerasrs.backend import cpu_threads, memory
+from kerasrs.backend.kernels.activations import (BIAS_ACT, CODES, LINEAR, RELU, SIGMOID, TANH,
+                                                 act, act_grad)
 from kerasrs.backend.kernels.bias_act import bias_act_grad_rows, bias_act_inplace
-from kerasrs.backend.kernels.cpu import usable
+from kerasrs.backend.kernels.cpu import contracting_kernel, usable
+from kerasrs.backend.kernels.cpu import kernel as numba_kernel
 from kerasrs.backend.kernels.im2col import col2im_samples, im2col_rows, padded_window_out
 
-CHUNK_BYTES = 1 << 23  # column block of a blocked CPU conv2d (2-8 MB measured alike)
+# Column block of a blocked CPU conv2d. On one thread, about one core's L2: on an Intel Xeon
+# (2 MB L2) the GEMMs of 8 MB blocks ran at 90 GFLOP/s against 115-130 for 2 MB, and a 26x26x32
+# -> 64 conv's forward and backward (batch 128) took 101 -> 86 ms. With BLAS threads, each GEMM
+# call is a hand-over to them, and on a loaded machine every hand-over waited for a time slice:
+# there 2 MB blocks (4x the calls) took 3.4x as long as 8 MB ones, so they keep 8 MB (on an idle
+# AMD Zen 4, 1 MB L2, 2-8 MB measured alike).
+CHUNK_BYTES = 1 << 23
+SERIAL_CHUNK_BYTES = 1 << 21  # on one thread
 
 
 class Twin:
@@ -57,10 +66,148 @@ def _blocks(x, window, strides, dilation, padding, k_rows):
     """Output size, sample blocks and the column buffer (pooled memory, this call's own) of a
     blocked CPU `conv2d`."""
     outs = padded_window_out(x.shape, window, strides, dilation, padding)
-    per = max(1, CHUNK_BYTES // max(outs[0] * outs[1] * k_rows * x.itemsize, 1))
+    budget = CHUNK_BYTES if cpu_threads.threads() > 1 else SERIAL_CHUNK_BYTES
+    per = max(1, budget // max(outs[0] * outs[1] * k_rows * x.itemsize, 1))
     chunks = [(s, min(s + per, x.shape[0])) for s in range(0, x.shape[0], per)]
     cols = memory.empty((min(per, x.shape[0]) * outs[0] * outs[1], k_rows), x.dtype)
     return outs, chunks, cols
+
+
+# -- numba: one input channel, computed directly ---------------------------------------------
+# An image network's first layer (c = 1) makes a poor GEMM: K = kh * kw (9) against a column
+# matrix as long as the output. Computed tap by tap instead, with the bias and activation
+# applied as each output pixel is finished, and the backward (activation derivative, bias and
+# kernel gradients) in one pass over the output, without the columns or a gradient buffer.
+# Each kernel calls its loop with a constant activation code, so LLVM inlines and vectorizes
+# it (see `bias_act_rows`); multiply-adds are fused (1-2 ulp from the GEMM's rounding). The
+# walk over the taps is written out in each kernel, as in `im2col_rows`: a shared helper that
+# gathered a window's pixels first made both kernels 1.2-1.5x slower.
+@numba_kernel
+def one_channel_rows(x, kernel, bias, code, kh, kw, sh, sw, dh, dw, top, left, oh, ow, y,
+                     start, stop):
+    """Rows of ``y (n * oh * ow, filters) = act(conv(x) + bias)`` for the (sample, output row)
+    pairs ``start:stop``; ``x (n, h, w, 1)``, ``kernel (kh * kw, filters)``."""
+    if code == RELU:
+        _one_channel_rows(x, kernel, bias, RELU, kh, kw, sh, sw, dh, dw, top, left, oh, ow, y,
+                          start, stop)
+    elif code == SIGMOID:
+        _one_channel_rows(x, kernel, bias, SIGMOID, kh, kw, sh, sw, dh, dw, top, left, oh, ow,
+                          y, start, stop)
+    elif code == TANH:
+        _one_channel_rows(x, kernel, bias, TANH, kh, kw, sh, sw, dh, dw, top, left, oh, ow, y,
+                          start, stop)
+    else:
+        _one_channel_rows(x, kernel, bias, LINEAR, kh, kw, sh, sw, dh, dw, top, left, oh, ow,
+                          y, start, stop)
+
+
+@contracting_kernel
+def _one_channel_rows(x, kernel, bias, code, kh, kw, sh, sw, dh, dw, top, left, oh, ow, y,
+                      start, stop):
+    _, hh, ww, _ = x.shape
+    filters = kernel.shape[1]
+    acc = np.empty(filters, y.dtype)
+    for b in range(start, stop):
+        s, r = b // oh, b % oh
+        for q in range(ow):
+            for f in range(filters):
+                acc[f] = 0
+            for p in range(kh):
+                row = r * sh + p * dh - top
+                if row < 0 or row >= hh:
+                    continue
+                for t in range(kw):
+                    col = q * sw + t * dw - left
+                    if col < 0 or col >= ww:
+                        continue
+                    v, j = x[s, row, col, 0], p * kw + t
+                    for f in range(filters):
+                        acc[f] += v * kernel[j, f]
+            for f in range(filters):
+                y[b * ow + q, f] = act(acc[f] + bias[f], code)
+
+
+@numba_kernel
+def one_channel_grad_rows(x, y, gy, code, kh, kw, sh, sw, dh, dw, top, left, oh, ow, g, gk, gb,
+                          start, stop):
+    """For the (sample, output row) pairs ``start:stop``: ``g = gy * act'(y)`` row by row (in
+    the scratch row ``g (filters,)``), ``gb += g`` and ``gk[tap] += x[tap's pixel] * g``; ``gk
+    (kh * kw, filters)`` and ``gb`` are this part's float64 sums."""
+    if code == RELU:
+        _one_channel_grad_rows(x, y, gy, RELU, kh, kw, sh, sw, dh, dw, top, left, oh, ow, g, gk,
+                               gb, start, stop)
+    elif code == SIGMOID:
+        _one_channel_grad_rows(x, y, gy, SIGMOID, kh, kw, sh, sw, dh, dw, top, left, oh, ow, g,
+                               gk, gb, start, stop)
+    elif code == TANH:
+        _one_channel_grad_rows(x, y, gy, TANH, kh, kw, sh, sw, dh, dw, top, left, oh, ow, g, gk,
+                               gb, start, stop)
+    else:
+        _one_channel_grad_rows(x, y, gy, LINEAR, kh, kw, sh, sw, dh, dw, top, left, oh, ow, g,
+                               gk, gb, start, stop)
+
+
+@contracting_kernel
+def _one_channel_grad_rows(x, y, gy, code, kh, kw, sh, sw, dh, dw, top, left, oh, ow, g, gk, gb,
+                           start, stop):
+    # Sums over one output row in the inputs' float type, added into the float64 totals after
+    # each row (a float64 sum of every pixel's product costs 1.5x as much).
+    _, hh, ww, _ = x.shape
+    filters = gy.shape[1]
+    row_gk = np.zeros((kh * kw, filters), gy.dtype)
+    row_gb = np.zeros(filters, gy.dtype)
+    for b in range(start, stop):
+        s, r = b // oh, b % oh
+        for q in range(ow):
+            i = b * ow + q
+            for f in range(filters):
+                g[f] = gy[i, f] * act_grad(y[i, f], code)
+                row_gb[f] += g[f]
+            for p in range(kh):
+                row = r * sh + p * dh - top
+                if row < 0 or row >= hh:
+                    continue
+                for t in range(kw):
+                    col = q * sw + t * dw - left
+                    if col < 0 or col >= ww:
+                        continue
+                    v, j = x[s, row, col, 0], p * kw + t
+                    for f in range(filters):
+                        row_gk[j, f] += v * g[f]
+        for j in range(kh * kw):
+            for f in range(filters):
+                gk[j, f] += row_gk[j, f]
+                row_gk[j, f] = 0
+        for f in range(filters):
+            gb[f] += row_gb[f]
+            row_gb[f] = 0
+
+
+def _one_channel(x, kernel, bias, activation, window, strides, dilation, padding):
+    """`Cpu.conv2d` of a one-channel input, split over the cores by output rows."""
+    outs = padded_window_out(x.shape, window, strides, dilation, padding)
+    filters = kernel.shape[1]
+    y = memory.empty((x.shape[0] * outs[0] * outs[1], filters), x.dtype)
+    cpu_threads.split(one_channel_rows.compiled(), x.shape[0] * outs[0], x, kernel, bias,
+                      CODES[activation], *window, *strides, *dilation, padding[0][0],
+                      padding[1][0], *outs, y, work_per_item=outs[1] * filters * kernel.shape[0])
+    return y
+
+
+def _one_channel_grad(x, y, gy, activation, window, strides, dilation, padding, filters):
+    """Kernel and bias gradients of a one-channel `Cpu.conv2d`: one partial float64 sum per
+    part of the output rows, added up here."""
+    outs = padded_window_out(x.shape, window, strides, dilation, padding)
+    taps = window[0] * window[1]
+    args = (x, gy if y is None else y, gy, CODES[activation], *window, *strides, *dilation,
+            padding[0][0], padding[1][0], *outs)
+    parts = cpu_threads.bounds(x.shape[0] * outs[0], outs[1] * filters * (taps + 2))
+    sums = [(np.zeros((taps, filters)), np.zeros(filters)) for _ in parts]
+    grad_rows = one_channel_grad_rows.compiled()
+    cpu_threads.run([(grad_rows, args + (np.empty(filters, x.dtype), gk, gb, start, stop))
+                     for (gk, gb), (start, stop) in zip(sums, parts)])
+    gk, gb = (sum(part) for part in zip(*sums))
+    return gk.astype(x.dtype), gb.astype(x.dtype)
 
 
 class Cpu:
@@ -74,12 +221,14 @@ class Cpu:
             return super().conv2d(x, kernel, bias, activation, window, strides, dilation,
                                   padding)
         x, kernel = np.ascontiguousarray(x), np.ascontiguousarray(kernel)
-        outs, chunks, cols = _blocks(x, window, strides, dilation, padding, kernel.shape[0])
-        rows = outs[0] * outs[1]
-        y = memory.empty((x.shape[0] * rows, kernel.shape[1]), x.dtype)
         fused = bias is not None or activation != "linear"
         bias = np.zeros(kernel.shape[1], x.dtype) if bias is None else \
             np.ascontiguousarray(bias, x.dtype)
+        if x.shape[3] == 1:
+            return _one_channel(x, kernel, bias, activation, window, strides, dilation, padding)
+        outs, chunks, cols = _blocks(x, window, strides, dilation, padding, kernel.shape[0])
+        rows = outs[0] * outs[1]
+        y = memory.empty((x.shape[0] * rows, kernel.shape[1]), x.dtype)
         to_cols, epilogue = im2col_rows.compiled(), bias_act_inplace.compiled()
         for s0, s1 in chunks:
             c, yc = cols[:(s1 - s0) * rows], y[s0 * rows:s1 * rows]
@@ -101,6 +250,11 @@ class Cpu:
                                        padding, need_x, need_kernel, need_bias)
         x, kernel = np.ascontiguousarray(x), np.ascontiguousarray(kernel)
         gy = np.ascontiguousarray(gy)
+        if x.shape[3] == 1 and not need_x:  # (an input image: its gradient is rarely asked)
+            gk, gb = _one_channel_grad(x, None if y is None else np.ascontiguousarray(y), gy,
+                                       activation, window, strides, dilation, padding,
+                                       kernel.shape[1])
+            return None, gk if need_kernel else None, gb if need_bias else None
         outs, chunks, cols = _blocks(x, window, strides, dilation, padding, kernel.shape[0])
         rows, filters = outs[0] * outs[1], kernel.shape[1]
         gk = np.zeros(kernel.shape, x.dtype) if need_kernel else None
