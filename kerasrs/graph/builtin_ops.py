@@ -81,7 +81,7 @@ def _register_math():
     _op("erf", ops_math.Erf)
     _op("cast", ops_math.Cast, attrs=("dtype",), elementwise="{0}", fresh=False,
         make=lambda attrs, data: ops_math.Cast(backend_module.standardize_dtype(attrs["dtype"])))
-    _op("where", ops_math.Where)
+    _op("where", ops_math.Where, elementwise="where({0}, {1}, {2})")  # a guarded update
     _op("maximum", ops_math._MaxMin, select=lambda fn: fn.is_max,
         make=lambda attrs, data: ops_math._MaxMin(True), elementwise="maximum({0}, {1})")
     _op("minimum", ops_math._MaxMin, select=lambda fn: not fn.is_max,

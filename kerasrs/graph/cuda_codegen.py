@@ -31,6 +31,7 @@ template <class T> __device__ __forceinline__ T maximum(T a, T b)
 template <class T> __device__ __forceinline__ T minimum(T a, T b)
 { return (a < b || a != a) ? a : b; }
 template <class T> __device__ __forceinline__ T absolute(T a) { return fabs(a); }
+template <class T> __device__ __forceinline__ T where(T c, T a, T b) { return c != 0 ? a : b; }
 """
 
 

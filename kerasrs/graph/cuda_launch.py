@@ -64,9 +64,16 @@ class CudaFusion:
         self.backend, self.xp = backend, backend.xp
 
     def keep(self, graph, groups, types):
-        """The groups that get a kernel: those with a flat form (no broadcast input)."""
-        return [g for g in groups if "broadcast" not in
-                cuda_codegen.fusion.classify_inputs(graph, g, types)]
+        """The groups that get a kernel: those with a flat form (no broadcast input) whose
+        arrays are all floats (a guarded update's boolean condition is not read on the GPU:
+        its group runs unfused)."""
+        def flat_floats(g):
+            kinds = cuda_codegen.fusion.classify_inputs(graph, g, types)
+            return "broadcast" not in kinds and all(
+                kind == "weak" or types[j].dtype in cuda_codegen.C_TYPES
+                for j, kind in zip(g.inputs, kinds))
+
+        return [g for g in groups if flat_floats(g)]
 
     def empty(self, shape, dtype):
         return self.xp.empty(shape, dtype)

@@ -112,6 +112,14 @@ NUMBA_FUNCTIONS = {"sqrt": np.sqrt, "absolute": np.absolute, "maximum": np.maxim
                    "float32": np.float32, "float64": np.float64, "inf": np.inf, "nan": np.nan}
 
 
+def _numba_where(numba):
+    """``where(c, a, b)`` for one element in a numba kernel (``c`` arrives cast to the
+    member's dtype: any nonzero value picks ``a``, as NumPy's ``where`` on a boolean does)."""
+    if "where" not in _COMPILED:
+        _COMPILED["where"] = numba.njit(inline="always")(lambda c, a, b: a if c else b)
+    return _COMPILED["where"]
+
+
 def literal(value):
     """A Python scalar constant as source text (``inf`` and ``nan`` are names in both
     targets' namespaces)."""
@@ -228,7 +236,7 @@ def numba_kernel(source, name="fused"):
     if kernel is None:
         import numba
 
-        namespace = dict(NUMBA_FUNCTIONS)
+        namespace = dict(NUMBA_FUNCTIONS, where=_numba_where(numba))
         exec(compile(source, f"<kerasrs.graph fused kernel {len(_COMPILED)}>", "exec"), namespace)
         kernel = numba.njit(nogil=True, error_model="numpy")(namespace[name])
         _COMPILED[source] = kernel

@@ -270,3 +270,27 @@ def test_another_batch_size_is_planned_with_device_constants(cp):
         x = np.arange(6, dtype="float32").reshape(2, 3)
         out = program(x=cp.asarray(x))["output"]
     np.testing.assert_allclose(out.numpy(), np.sqrt(x * scale + 1), rtol=1e-6)
+
+
+def test_a_guarded_update_runs_unfused_on_cupy(cp):
+    """Its boolean condition has no C type in the generated kernel: on CuPy the group is not
+    kept (on NumPy it is one numba kernel), and the result is still right."""
+    text = """graph {
+      %0 = input {name='p'} : float32[4,3]
+      %1 = input {name='g'} : float32[4,3]
+      %2 = input {name='ok'} : bool[]
+      %3 = subtract(%0, %1) : float32[4,3]
+      %4 = where(%2, %3, %0) : float32[4,3]
+      output 'y' = %4
+    }"""
+    g = graph.parse(text)
+    rng = np.random.default_rng(0)
+    host = {"p": rng.random((4, 3)).astype("float32"), "g": rng.random((4, 3)).astype("float32"),
+            "ok": np.asarray(False)}
+    with backend_module.using("numpy"):
+        assert len(graph.compile(g).plan_for(**host).groups) == 1
+    with backend_module.using("cupy"):
+        program = graph.compile(g)
+        feeds = {k: cp.asarray(v) for k, v in host.items()}
+        assert program.plan_for(**feeds).groups == []
+        np.testing.assert_array_equal(program(**feeds)["y"].numpy(), host["p"])

@@ -304,3 +304,32 @@ def test_large_op_results_go_to_planned_buffers_and_give_the_same_numbers():
         np.testing.assert_array_equal(first[name].numpy(), kept[name])  # not overwritten
         np.testing.assert_array_equal(second[name].numpy(),
                                       reference(x=x * 2)[name].numpy())
+
+
+GUARDED = """
+    %0 = input {name='p'} : float32[64,32]
+    %1 = input {name='g'} : float32[64,32]
+    %2 = input {name='ok'} : bool[]
+    %3 = constant {value=0.5} : float64[]
+    %4 = multiply(%1, %3) : float32[64,32]
+    %5 = subtract(%0, %4) : float32[64,32]
+    %6 = where(%2, %5, %0) : float32[64,32]
+"""
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_a_guarded_update_fuses_with_its_chain_bit_for_bit(ok):
+    """``where(finite, new, old)`` with a scalar condition (loss scaling's skipped step) joins
+    the update's fused kernel; inf/NaN in the branch not taken do not leak."""
+    guarded = g(GUARDED, "output 'p2' = %6")
+    feeds = {"p": rng.normal(size=(64, 32)).astype("float32"),
+             "g": rng.normal(size=(64, 32)).astype("float32"), "ok": np.asarray(ok)}
+    feeds["g"][0, :2] = [np.inf, np.nan]
+    program = graph.compile(guarded, optimize=False)
+    assert [len(group.members) for group in program.plan_for(**feeds).groups] == [3]
+    with np.errstate(invalid="ignore"):
+        got = program(**feeds)["p2"].numpy()
+        want = graph.compile(guarded, optimize=False, fuse=False)(**feeds)["p2"].numpy()
+    np.testing.assert_array_equal(got, want)
+    if not ok:
+        np.testing.assert_array_equal(got, feeds["p"])
