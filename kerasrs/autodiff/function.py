@@ -30,14 +30,16 @@ class Function:
     # ones overflows), "cpu" for GEMMs (NumPy's float16 matmul is ~250x slower than float32).
     half_in_float32 = None
     low_dtype = None
-    # A Function whose forward (and backward) can write its result into given arrays says so
-    # (`writes_out`); a replay plan (`kerasrs.graph.program`) then sets ``out`` (and
-    # ``grad_out``) to buffers it keeps across steps, of the planned shapes and dtypes. The
-    # Function uses one when the dtype and shape match and returns it (or a reshaped view of
-    # it); else it allocates as usual.
+    # A Function whose forward can write its result into a given array says so (`writes_out`),
+    # and one whose backward can write some inputs' gradients so lists them
+    # (`writes_grad_out`: input positions). A replay plan (`kerasrs.graph.program`) then sets
+    # ``out`` (and ``grad_out``: one array or None per input) to buffers it keeps across steps,
+    # of the planned shapes and dtypes. The Function uses one when the dtype and shape match
+    # and returns it (or a reshaped view of it); else it allocates as usual.
     writes_out = False
+    writes_grad_out = ()
     out = None
-    grad_out = None  # likewise for backward: None, or one array (or None) per input
+    grad_out = None
 
     def apply(self, *inputs):
         """Run forward on the inputs (Tensors, arrays or scalars); record it if a tape watches."""

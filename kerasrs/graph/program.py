@@ -306,8 +306,8 @@ class Plan:
 
     def _writing_ops(self, outputs):
         """``[(position, id)]``: the large results (NumPy only) of op nodes whose Function
-        `writes_out`, and of the ``pick`` nodes of their ``vjp``s (written at the vjp's
-        position). A buffer kept across steps is cheaper than a fresh array, which the
+        `writes_out`, and the gradients its ``vjp`` gives to ``pick`` nodes where it
+        `writes_grad_out` (written at the vjp's position). A buffer kept across steps is cheaper than a fresh array, which the
         allocator may have to fault in page by page each step (the transformer benchmark: most
         of its ~3,500 page faults per step were its projections', residual adds' and layer
         norms' results). Not graph outputs and not parameter updates (returned or copied)."""
@@ -318,9 +318,9 @@ class Plan:
         skip = fused | set(outputs) | set(self.graph.updates.values())
         found = []
         for i, node in enumerate(nodes):
-            at = i
+            at, grad = i, None
             if node.op == "pick" and nodes[node.inputs[0]].op == "vjp":
-                at = node.inputs[0]
+                at, grad = node.inputs[0], node.attrs["index"]
                 node = nodes[nodes[at].inputs[0]]  # the forward op
             elif node.op in STRUCTURAL:
                 continue
@@ -329,7 +329,9 @@ class Plan:
                     int(np.prod(t.shape)) < PLANNED_ELEMENTS:
                 continue
             definition = registry.get(node.op)
-            if definition is not None and getattr(definition.function, "writes_out", False):
+            function = definition.function if definition is not None else None
+            if getattr(function, "writes_out", False) if grad is None else \
+                    grad in getattr(function, "writes_grad_out", ()):
                 found.append((at, i))
         return found
 

@@ -148,6 +148,7 @@ class Subtract(Function):
 
 class Multiply(Function):
     writes_out = True
+    writes_grad_out = (0, 1)
 
     def forward(self, a, b):
         self.a, self.b = a, b = promote(a, b)

@@ -183,6 +183,7 @@ class FusedLayerNorm(Function):
     at least)."""
     half_in_float32 = "always"
     writes_out = True
+    writes_grad_out = (0,)
 
     def __init__(self, param_shape, epsilon):
         self.gamma_shape, self.epsilon = tuple(param_shape), epsilon

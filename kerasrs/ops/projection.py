@@ -27,6 +27,7 @@ class _Projection(Function):
     activation in place. Backward: `bias_act_grad`, then one GEMM each for ``x`` and ``kernel``."""
     half_in_float32 = "cpu"
     writes_out = True
+    writes_grad_out = (0, 1)  # the input's and the kernel's (not the bias's, a column sum)
 
     def __init__(self, n_in, activation="linear"):
         self.n_in, self.activation = n_in, activation
@@ -98,8 +99,9 @@ class _PackedProjection(_Projection):
         bias = (xp.concatenate([b.reshape(-1) for b in biases]),) if biases else ()
         return super().forward(x, kernel, *bias)
 
+    writes_grad_out = ()  # the packed kernel's gradient is split into parts (fresh arrays)
+
     def backward(self, gy):
-        self.grad_out = None  # buffers per part; the packed kernel's gradient is split below
         needs, n = self.needs_grad, self.n
         has_bias = len(needs) > n + 1
         self.needs_grad = [needs[0], any(needs[1:n + 1])] + ([any(needs[n + 1:])] if has_bias

@@ -333,3 +333,23 @@ def test_a_guarded_update_fuses_with_its_chain_bit_for_bit(ok):
     np.testing.assert_array_equal(got, want)
     if not ok:
         np.testing.assert_array_equal(got, feeds["p"])
+
+
+def test_gradients_a_backward_cannot_write_get_no_buffer():
+    """An add's gradients are its incoming gradient itself (`Add` lists no ``writes_grad_out``):
+    no buffer is planned for them, only for the gradients a backward fills in."""
+    w = kerasrs.Variable(rng.normal(size=(64, 128)).astype("float32"), name="w")
+
+    def f(x):
+        h = projection(x, w, activation="relu")
+        loss = ops.sum(ops.multiply(ops.add(h, h), h))
+        return {"loss": loss, "gw": graph.grad(loss, w)}
+
+    x = rng.normal(size=(512, 64)).astype("float32")
+    planned = graph.compile(graph.trace(f, x=x))
+    plan = planned.plan_for(x=x)
+    nodes = planned.graph.nodes
+    planned_grads = {nodes[nodes[nodes[i].inputs[0]].inputs[0]].op
+                     for i, (where, _) in plan.storage.items()
+                     if where == "buffer" and nodes[i].op == "pick"}
+    assert "multiply" in planned_grads and "add" not in planned_grads
