@@ -380,10 +380,13 @@ def _settings(optimizer, feeds):
     """The optimizer's settings that a traced update holds as constants (``beta_1``,
     ``epsilon``, ``momentum``, ``clipnorm``...: its public Python scalars but the fed ones), as
     part of the train step's key: a callback that changes one gets a new program, reading the
-    new value as the eager step does (it was kept at the traced value, silently)."""
-    return tuple((k, v) for k, v in vars(optimizer).items()
-                 if isinstance(v, _SETTINGS) and k[0] != "_" and k not in ("name", "built") and
-                 HYPER + k not in feeds)
+    new value as the eager step does (it was kept at the traced value, silently). A wrapper's
+    ``inner_optimizer`` (`LossScaleOptimizer`) adds its own settings."""
+    own = tuple((k, v) for k, v in vars(optimizer).items()
+                if isinstance(v, _SETTINGS) and k[0] != "_" and k not in ("name", "built") and
+                HYPER + k not in feeds)
+    inner = getattr(optimizer, "inner_optimizer", None)
+    return own if inner is None else own + (("inner_optimizer", _settings(inner, feeds)),)
 
 
 _SETTINGS = (int, float, np.generic, type(None))  # bool is an int; NumPy scalars too

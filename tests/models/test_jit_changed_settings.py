@@ -52,3 +52,31 @@ def test_a_setting_changed_by_a_callback_reaches_the_replayed_update(optimizer, 
     assert jit_losses == eager_losses
     for a, b in zip(jit_weights, eager_weights):
         np.testing.assert_array_equal(a, b)
+
+
+class _ChangeInner(kerasrs.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 1:
+            self.model.optimizer.inner_optimizer.beta_1 = 0.0
+
+
+def _train_scaled(jit_compile, change):
+    kerasrs.utils.set_random_seed(0)
+    model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(8, activation="tanh"),
+                                layers.Dense(1)])
+    model.compile(kerasrs.optimizers.LossScaleOptimizer(kerasrs.optimizers.Adam(0.01)), "mse",
+                  jit_compile=jit_compile)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(32, 6)).astype("float32"), rng.normal(size=(32, 1)).astype("float32")
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False,
+              callbacks=[_ChangeInner()] if change else [])
+    return model.get_weights()
+
+
+def test_a_setting_of_the_loss_scale_optimizers_inner_optimizer_reaches_the_replay():
+    """The wrapped optimizer's settings are part of the step's key too."""
+    eager, replayed = _train_scaled(False, True), _train_scaled(True, True)
+    for a, b in zip(replayed, eager):
+        np.testing.assert_array_equal(a, b)
+    unchanged = _train_scaled(False, False)
+    assert any(not np.array_equal(a, b) for a, b in zip(eager, unchanged))
