@@ -32,6 +32,7 @@ Not traced (they run eagerly): an overridden ``train_step``/``test_step``/``pred
 (with one warning under ``jit_compile=True``), and a data-parallel ``fit``.
 """
 
+import collections
 import contextlib
 import dataclasses
 import warnings
@@ -96,6 +97,9 @@ jit_compile_property = property(_get_jit_compile, _set_jit_compile, doc="""bool:
         ValueError: for a value compile refuses.""")
 
 
+MAX_PROGRAMS = 16  # traced programs kept per model (a few shapes x train, test, predict)
+
+
 @dataclasses.dataclass
 class _Entry:
     """One signature's program: ``traced`` is its graph as traced (compared with the second
@@ -121,7 +125,8 @@ class JitSteps:
 
     def __init__(self, model, mode):
         self.model, self.strict = model, mode == "strict"
-        self.entries = {}
+        self.entries = collections.OrderedDict()  # key -> _Entry, least recently used first
+        self.evicted = False  # warned about the cap (`MAX_PROGRAMS`)
         self.eager = {}  # kind -> why it runs eagerly
 
     # -- the three steps ---------------------------------------------------------------------
@@ -207,12 +212,15 @@ class JitSteps:
         if kind in self.eager:
             return None
         entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
         try:
             if entry is None:
                 fn, predictions = make_fn()
                 traced = _trace(fn, feeds)
                 entry = self.entries[key] = _Entry(traced, graph.compile(traced),
                                                    predictions[0])
+                self._keep_few()
             elif not entry.validated:
                 fn, _ = make_fn()
                 _check_same(entry.traced, _trace(fn, feeds), kind)
@@ -220,6 +228,21 @@ class JitSteps:
         except (tracing.TraceError, NotImplementedError) as e:
             return self._fall_back(kind, e)
         return entry
+
+    def _keep_few(self):
+        """Drop the least recently used programs beyond `MAX_PROGRAMS` (each holds its planned
+        buffers), warning once: many signatures mean retracing, which costs more than it saves."""
+        while len(self.entries) > MAX_PROGRAMS:
+            kind = self.entries.popitem(last=False)[0][0]
+            if not self.evicted:
+                self.evicted = True
+                warnings.warn(
+                    f"{self.model.name}: jit_compile: more than {MAX_PROGRAMS} step programs "
+                    f"(one per batch shape and per value of an optimizer setting such as "
+                    f"beta_1 or momentum); the least recently used ({kind}) is dropped and "
+                    "retraced when needed. A setting changed on every batch traces every "
+                    "step: change it per epoch, or compile with jit_compile=False.",
+                    stacklevel=4)
 
     def _fall_back(self, kind, error):
         """Under ``jit_compile=True`` raise; under ``"auto"`` warn once and run ``kind``

@@ -80,3 +80,46 @@ def test_a_setting_of_the_loss_scale_optimizers_inner_optimizer_reaches_the_repl
         np.testing.assert_array_equal(a, b)
     unchanged = _train_scaled(False, False)
     assert any(not np.array_equal(a, b) for a, b in zip(eager, unchanged))
+
+
+class _EveryBatch(kerasrs.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        self.model.optimizer.momentum = 0.5 + 0.01 * (batch % 25)
+
+
+def test_a_setting_changed_every_batch_keeps_a_bounded_number_of_programs():
+    """Each value is its own program; the oldest are dropped past MAX_PROGRAMS, with one
+    warning, and the numbers stay the eager ones."""
+    from kerasrs.trainers import jit
+
+    def train(jit_compile):
+        kerasrs.utils.set_random_seed(0)
+        model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(1)])
+        model.compile(kerasrs.optimizers.SGD(0.05, momentum=0.5), "mse", jit_compile=jit_compile)
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(60, 6)).astype("float32")
+        y = rng.normal(size=(60, 1)).astype("float32")
+        model.fit(x, y, batch_size=2, epochs=1, verbose=0, shuffle=False,
+                  callbacks=[_EveryBatch()])
+        return model
+
+    eager = train(False)
+    with pytest.warns(UserWarning, match="more than 16 step programs") as seen:
+        replayed = train(True)
+    assert sum("step programs" in str(w.message) for w in seen) == 1
+    assert len(replayed._jit.entries) == jit.MAX_PROGRAMS
+    for a, b in zip(replayed.get_weights(), eager.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_predict_over_many_batch_sizes_keeps_a_bounded_number_of_programs():
+    from kerasrs.trainers import jit
+
+    model = kerasrs.Sequential([layers.Input((3,)), layers.Dense(2)])
+    model.compile("sgd", "mse", jit_compile=True)
+    x = np.ones((40, 3), "float32")
+    with pytest.warns(UserWarning, match="least recently used"):
+        for n in range(1, 41):
+            np.testing.assert_allclose(model.predict(x[:n], verbose=0),
+                                       model(x[:n]).numpy(), rtol=1e-6)
+    assert len(model._jit.entries) <= jit.MAX_PROGRAMS
