@@ -94,3 +94,16 @@ def test_an_npy_header_declaring_more_data_than_the_file_holds_is_refused(tmp_pa
     with pytest.raises(ValueError, match=re.escape(
             "declares float32[100000, 100000, 1000] (40000000000000 bytes) but holds 64 bytes")):
         graph.load(directory)
+
+
+@pytest.mark.parametrize("kind", ["input", "parameter"])
+def test_two_inputs_or_parameters_of_one_name_are_refused(kind):
+    """A name binds one node (feeds and saved values are looked up by name): a second node of
+    the name, of another type, got the first's value or none (an AttributeError deep inside
+    a run)."""
+    text = (f"graph {{\n  %0 = {kind} {{name='w'}} : float32[3]\n"
+            f"  %1 = {kind} {{name='w'}} : float64[2]\n  output 'a' = %0\n  output 'b' = %1\n}}")
+    with pytest.raises(ValueError, match=re.escape(
+            f"kerasrs.graph.parse: Graph: two {kind} nodes named 'w' (%0 and %1); a name binds "
+            "one node. Received: float32[3] and float64[2]")):
+        graph.parse(text)
