@@ -150,6 +150,7 @@ def fused_part(plan, group):
     streamed = sum(kind in ("full", "broadcast") for _, kind, _ in readers) + len(writers)
     work = max(1, streamed * int(np.prod(shape[1:] if not flat else ())))
     done = [(group.outputs[k], group.inputs[m]) for k, m in in_place.items()]
+    members = ", ".join(f"%{i} {plan.graph.nodes[i].op}" for i in group.members)
 
     def prepare(values):
         args = []
@@ -158,6 +159,10 @@ def fused_part(plan, group):
             if kind == "scalar":
                 args.append(np.asarray(a, dtype).reshape(1))
             elif flat:
+                if a.size != count:  # the kernel reads ``count`` elements: not past the end
+                    raise ValueError(f"kerasrs.graph: the fused ops {members} are declared of "
+                                     f"shape {list(shape)}, but their input %{j} holds "
+                                     f"{a.dtype.name}{list(a.shape)}.")
                 args.append(a.reshape(-1))
             else:
                 args.append(np.broadcast_to(a, shape))
