@@ -18,6 +18,10 @@ def op_step(plan, i, node):
     """An op node: its Function made from the registry and run (kept for its vjp)."""
     definition = registry.get(node.op)
     attrs = dict(node.attrs)
+    missing = [a for a in definition.attrs if a not in attrs]
+    if missing and definition.custom_make is None:  # a written graph may leave them out
+        raise ValueError(f"kerasrs.graph: %{i} = {node.op}(...) needs the attributes "
+                         f"{list(definition.attrs)}. Received: {sorted(attrs)}")
     inputs = node.inputs
     keep = plan.fn_users.get(i)
     split = len(inputs) - definition.n_data(attrs)

@@ -144,3 +144,12 @@ def test_an_unmerged_second_parameter_of_one_name_is_refused_by_an_unoptimized_r
     assert graph.compile(g)()["y"].numpy().tolist() == [0.0, 2.0, 4.0]  # merged by CSE
     with pytest.raises(ValueError, match="several parameter nodes share a name; merge them"):
         g.run()
+
+
+def test_an_op_line_without_its_attributes_is_refused_naming_them():
+    """It was an AttributeError from inside the op's forward ('Sum' object has no 'axis')."""
+    g = graph.parse("graph {\n  %0 = input {name='x'} : float32[3]\n  %1 = sum(%0) : float32[]\n"
+                    "  output 'y' = %1\n}")
+    with pytest.raises(ValueError, match=re.escape(
+            "%1 = sum(...) needs the attributes ['axis', 'keepdims']. Received: []")):
+        g.run(x=np.ones(3, "float32"))
