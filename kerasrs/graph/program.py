@@ -55,7 +55,7 @@ def compile(graph, fuse=True, optimize=True, cuda_graph=None):  # noqa: A001  (K
 
     Raises:
         RuntimeError: if an ``assert_computed`` node is left (it names the node).
-        ValueError: if a parameter has no bound variable.
+        ValueError: if a parameter has no bound variable, or one of another type.
     """
     if any(n.op == "gradient" for n in graph.nodes):
         graph = backward.differentiate(graph)
@@ -97,6 +97,18 @@ class Program:
             raise ValueError(f"kerasrs.graph.Program: parameters without a variable: {missing}. "
                              "Bind them with graph.with_bindings({name: Variable}) or load the "
                              "graph with kerasrs.graph.load(directory).")
+        for kind, ids in (("input", graph.input_ids()), ("parameter", graph.parameter_ids())):
+            if sum(n.op == kind for n in graph.nodes) != len(ids):  # a run fills one per name
+                raise ValueError(f"kerasrs.graph.Program: several {kind} nodes share a name; "
+                                 "merge them first (kerasrs.graph.cse, which compile runs "
+                                 "unless optimize=False).")
+        wrong = [f"{name!r} is {graph.nodes[i].type} but its variable "
+                 f"{type_of(graph.bindings[name].data)}"
+                 for name, i in graph.parameter_ids().items()
+                 if type_of(graph.bindings[name].data) != graph.nodes[i].type]
+        if wrong:  # a planned run reads and writes the declared sizes in place
+            raise ValueError(f"kerasrs.graph.Program: parameters bound to variables of another "
+                             f"type: {'; '.join(wrong)}.")
         self.graph = graph
         self.fuse = fuse
         self.cuda_graph = cuda_launch.cuda_graph_requested(cuda_graph)

@@ -18,6 +18,10 @@ def op_step(plan, i, node):
     """An op node: its Function made from the registry and run (kept for its vjp)."""
     definition = registry.get(node.op)
     attrs = dict(node.attrs)
+    missing = [a for a in definition.attrs if a not in attrs]
+    if missing and definition.custom_make is None:  # a written graph may leave them out
+        raise ValueError(f"kerasrs.graph: %{i} = {node.op}(...) needs the attributes "
+                         f"{list(definition.attrs)}. Received: {sorted(attrs)}")
     inputs = node.inputs
     keep = plan.fn_users.get(i)
     split = len(inputs) - definition.n_data(attrs)
@@ -150,6 +154,7 @@ def fused_part(plan, group):
     streamed = sum(kind in ("full", "broadcast") for _, kind, _ in readers) + len(writers)
     work = max(1, streamed * int(np.prod(shape[1:] if not flat else ())))
     done = [(group.outputs[k], group.inputs[m]) for k, m in in_place.items()]
+    members = ", ".join(f"%{i} {plan.graph.nodes[i].op}" for i in group.members)
 
     def prepare(values):
         args = []
@@ -158,6 +163,10 @@ def fused_part(plan, group):
             if kind == "scalar":
                 args.append(np.asarray(a, dtype).reshape(1))
             elif flat:
+                if a.size != count:  # the kernel reads ``count`` elements: not past the end
+                    raise ValueError(f"kerasrs.graph: the fused ops {members} are declared of "
+                                     f"shape {list(shape)}, but their input %{j} holds "
+                                     f"{a.dtype.name}{list(a.shape)}.")
                 args.append(a.reshape(-1))
             else:
                 args.append(np.broadcast_to(a, shape))

@@ -135,7 +135,8 @@ def parse(text, arrays=None):
         ValueError: naming the line, for any syntax error, a node id out of order, an
             unknown or non-numeric dtype, a constant whose value is not of its declared type,
             a ``file(...)`` constant missing from ``arrays``, or a second output or update
-            of one name.
+            of one name; and for two inputs (or parameters) of one name
+            and different types.
         TypeError: if ``text`` is not a str.
     """
     if not isinstance(text, str):
@@ -160,7 +161,10 @@ def parse(text, arrays=None):
         except (ValueError, SyntaxError, KeyError, TypeError) as e:
             raise ValueError(f"kerasrs.graph.parse: line {number}: {e}. Received: {line!r}") \
                 from None
-    return Graph(nodes, outputs, updates)
+    try:
+        return Graph(nodes, outputs, updates)
+    except ValueError as e:
+        raise ValueError(f"kerasrs.graph.parse: {e}") from None
 
 
 def _parse_node(line, expected, arrays):

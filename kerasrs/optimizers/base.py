@@ -158,6 +158,14 @@ class Optimizer:
                 slots.append(self.add_variable_from_reference(var, slot_name, initializer))
         return lists[0] if single else lists
 
+    def _check_known(self, variables):
+        """Raise ValueError naming the ``variables`` this built optimizer was not built with."""
+        unknown = [v.path for v in variables if id(v) not in self._index]
+        if unknown:
+            raise ValueError(f"{self.name}: an optimizer only updates the variables it was "
+                             "built with; create a new optimizer for new variables. Received: "
+                             f"unknown variables {unknown}")
+
     def _slot_index(self, variable):
         return self._index[id(variable)]
 
@@ -278,11 +286,7 @@ class Optimizer:
                                  "trainable_variables to apply().")
             trainable_variables = self._trainable_variables
         trainable_variables = self._built_for(grads, trainable_variables)
-        unknown = [v.path for v in trainable_variables if id(v) not in self._index]
-        if unknown:
-            raise ValueError(f"{self.name}: an optimizer only updates the variables it was "
-                             "built with; create a new optimizer for new variables. Received: "
-                             f"unknown variables {unknown}")
+        self._check_known(trainable_variables)
         pairs = self._prepare(grads, trainable_variables)
         lr = self._current_learning_rate()
         with autodiff.no_grad():

@@ -152,7 +152,9 @@ class JitSteps:
                          else {})
         except NotImplementedError as e:
             return self._fall_back("train", e)
-        key = ("train", real, _signature(feeds), tuple(id(v) for v in variables),
+        # a variable made non-trainable since (a callback freezing a layer) gets no gradient
+        # eagerly, as the tape watches trainable ones only: it is part of the key
+        key = ("train", real, _signature(feeds), tuple((id(v), v.trainable) for v in variables),
                _settings(model.optimizer, feeds))
         with _quiet(model.optimizer):  # a trace runs the step too
             entry = self._entry(key, feeds, lambda: self._train_fn((x, y, sample_weight),
@@ -266,6 +268,8 @@ class JitSteps:
         rule = update_rule(optimizer) if variables else None
         if variables and not optimizer.built:
             optimizer.build(variables)
+        if variables:
+            getattr(optimizer, "inner_optimizer", optimizer)._check_known(variables)
         predictions = []
 
         def step(feeds):

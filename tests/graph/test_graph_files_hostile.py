@@ -94,3 +94,62 @@ def test_an_npy_header_declaring_more_data_than_the_file_holds_is_refused(tmp_pa
     with pytest.raises(ValueError, match=re.escape(
             "declares float32[100000, 100000, 1000] (40000000000000 bytes) but holds 64 bytes")):
         graph.load(directory)
+
+
+@pytest.mark.parametrize("kind", ["input", "parameter"])
+def test_two_inputs_or_parameters_of_one_name_and_different_types_are_refused(kind):
+    """A name binds one value (feeds and saved values are looked up by name): a second node of
+    the name and another type got the first's value or none (an AttributeError deep inside a
+    run)."""
+    text = (f"graph {{\n  %0 = {kind} {{name='w'}} : float32[3]\n"
+            f"  %1 = {kind} {{name='w'}} : float64[2]\n  output 'a' = %0\n  output 'b' = %1\n}}")
+    with pytest.raises(ValueError, match=re.escape(
+            f"kerasrs.graph.parse: Graph: two {kind} nodes named 'w' (%0 and %1) of different "
+            "types; a name binds one value. Received: float32[3] and float64[2]")):
+        graph.parse(text)
+
+
+@pytest.mark.parametrize("fed,declared", [(4, 400000), (400000, 4)])
+def test_a_fused_chain_of_another_size_than_its_input_is_refused(fed, declared):
+    """A replay trusts the declared types (they plan its buffers and kernels): a fused kernel
+    read ``declared`` elements of a ``fed``-element array, past its end or silently only its
+    start."""
+    text = (f"graph {{\n  %0 = input {{name='x'}} : float32[{fed}]\n"
+            f"  %1 = exp(%0) : float32[{declared}]\n  %2 = add(%1, %1) : float32[{declared}]\n"
+            f"  %3 = multiply(%2, %2) : float32[{declared}]\n  output 'y' = %3\n}}")
+    program = graph.compile(graph.parse(text))
+    with pytest.raises(ValueError, match=re.escape(f"are declared of shape [{declared}], but "
+                                                   "their input %")):
+        program(x=np.ones(fed, "float32"))
+
+
+def test_a_parameter_bound_to_a_variable_of_another_type_is_refused():
+    """An in-place update writes the declared size into the variable's memory."""
+    w = kerasrs.Variable(np.ones((1000,), "float32"), name="w")
+    g = graph.trace(lambda x: graph.assign(w, x * 2.0) or {"y": ops.sum(x)},
+                    x=np.ones((1000,), "float32"))
+    small = g.with_bindings({"w": kerasrs.Variable(np.ones((4,), "float32"), name="w")})
+    with pytest.raises(ValueError, match=re.escape(
+            "parameters bound to variables of another type: 'w' is float32[1000] but its "
+            "variable float32[4]")):
+        graph.compile(small)
+
+
+def test_an_unmerged_second_parameter_of_one_name_is_refused_by_an_unoptimized_run():
+    """A run fills one node per name: the other was None (an error about dtype 'object')."""
+    g = graph.parse("graph {\n  %0 = parameter {name='w'} : float32[3]\n"
+                    "  %1 = parameter {name='w'} : float32[3]\n  %2 = add(%0, %1) : float32[3]\n"
+                    "  output 'y' = %2\n}").with_bindings(
+        {"w": kerasrs.Variable(np.arange(3.0, dtype="float32"), name="w")})
+    assert graph.compile(g)()["y"].numpy().tolist() == [0.0, 2.0, 4.0]  # merged by CSE
+    with pytest.raises(ValueError, match="several parameter nodes share a name; merge them"):
+        g.run()
+
+
+def test_an_op_line_without_its_attributes_is_refused_naming_them():
+    """It was an AttributeError from inside the op's forward ('Sum' object has no 'axis')."""
+    g = graph.parse("graph {\n  %0 = input {name='x'} : float32[3]\n  %1 = sum(%0) : float32[]\n"
+                    "  output 'y' = %1\n}")
+    with pytest.raises(ValueError, match=re.escape(
+            "%1 = sum(...) needs the attributes ['axis', 'keepdims']. Received: []")):
+        g.run(x=np.ones(3, "float32"))

@@ -125,8 +125,11 @@ def random_graphs(draw):
         kind = draw(st.sampled_from(["input", "parameter", "constant", "scalar", "op", "vjp"]
                                     if i else ["input", "constant"]))
         site = draw(st.none() | st.from_regex(r"[a-z_]{1,8}\.py:[0-9]{1,3}", fullmatch=True))
-        if kind in ("input", "parameter"):
-            b.add(kind, (), {"name": draw(names)}, draw(tensor_types()), site=site)
+        if kind in ("input", "parameter"):  # a name used again keeps its type
+            name = draw(names)
+            first = [node.type for node in b.nodes if node.op == kind and node.name == name]
+            b.add(kind, (), {"name": name}, first[0] if first else draw(tensor_types()),
+                  site=site)
         elif kind == "constant":
             value = draw(array_values())
             b.add("constant", (), type=graph.ir.type_of(value), value=value, site=site)

@@ -123,3 +123,48 @@ def test_predict_over_many_batch_sizes_keeps_a_bounded_number_of_programs():
             np.testing.assert_allclose(model.predict(x[:n], verbose=0),
                                        model(x[:n]).numpy(), rtol=1e-6)
     assert len(model._jit.entries) <= jit.MAX_PROGRAMS
+
+
+class _Freeze(kerasrs.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 1:
+            self.model.layers[0].trainable = False
+
+
+def test_a_layer_frozen_by_a_callback_stops_training_in_the_replay_too():
+    """Eagerly the tape watches trainable variables only: the frozen layer gets no gradient
+    and is left unchanged (with a warning); the replay kept training it, silently."""
+    def train(jit_compile):
+        kerasrs.utils.set_random_seed(0)
+        model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(8, activation="tanh"),
+                                    layers.Dense(1)])
+        model.compile(kerasrs.optimizers.Adam(0.01), "mse", jit_compile=jit_compile)
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(32, 6)).astype("float32")
+        y = rng.normal(size=(32, 1)).astype("float32")
+        with pytest.warns(UserWarning, match="gradients do not exist"):
+            history = model.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False,
+                                callbacks=[_Freeze()])
+        return history.history["loss"], model.get_weights()
+
+    (eager_losses, eager_weights), (jit_losses, jit_weights) = train(False), train(True)
+    assert jit_losses == eager_losses
+    for a, b in zip(jit_weights, eager_weights):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_optimizer_built_for_another_model_is_refused_naming_the_variables():
+    """As eagerly (it was a KeyError naming a number, from deep inside the traced update)."""
+    def model():
+        return kerasrs.Sequential([layers.Input((6,)), layers.Dense(1)])
+
+    x, y = np.ones((8, 6), "float32"), np.ones((8, 1), "float32")
+    optimizer = kerasrs.optimizers.Adam()
+    first = model()
+    first.compile(optimizer, "mse", jit_compile=True)
+    first.fit(x, y, verbose=0)
+    second = model()
+    second.compile(optimizer, "mse", jit_compile=True)
+    with pytest.raises(ValueError, match="an optimizer only updates the variables it was built "
+                                         r"with.*Received: unknown variables \['sequential_\d+/"):
+        second.fit(x, y, verbose=0)
