@@ -193,12 +193,13 @@ class Layer(LayerCalls, LayerDTypes, LayerWeights, LayerQuantization, LayerSavin
     def __setattr__(self, key, value):
         if isinstance(value, autodiff.Variable) and not getattr(value, "_layer_owned", False):
             self._track_variable(value)
+        elif key[0] != "_" and isinstance(value, tracking.SETTING_TYPES):
+            tracking.settings_version[0] += 1  # a traced step may hold the old value
         object.__setattr__(self, key, value)
 
     def _track_variable(self, var):
-        """A `Variable` assigned as an attribute (not made by `add_weight`, not another
-        layer's) joins this layer's weights, as in Keras, also when assigned before
-        ``Layer.__init__`` ran."""
+        """A `Variable` assigned as an attribute (not made by `add_weight`, not another layer's)
+        joins this layer's weights, as in Keras, also when assigned before ``__init__`` ran."""
         var._layer_owned = True
         d = self.__dict__
         if "_trainable_variables" not in d:
@@ -210,8 +211,7 @@ class Layer(LayerCalls, LayerDTypes, LayerWeights, LayerQuantization, LayerSavin
 
     @property
     def metrics(self):
-        """The `kerasrs.metrics.Metric`s held in attributes of this layer, then its sublayers'
-        (Keras's order), each once."""
+        """The `Metric`s held in attributes of this layer, then its sublayers', each once."""
         out = []
         for value in self.__dict__.values():
             values = value if isinstance(value, (list, tuple)) else (value,)

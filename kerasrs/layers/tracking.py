@@ -11,6 +11,14 @@ dtype) unlocks it, adds or untracks weights, and locks it again::
     self._tracker.lock()
 """
 
+import numpy as np
+
+# `Layer.__setattr__` counts assignments of public scalar settings (``rate``, ``momentum``...),
+# so that `kerasrs.trainers.jit` re-reads the layers' settings (part of a traced step's key: the
+# trace holds them as constants) only when the count moved.
+SETTING_TYPES = (int, float, str, np.generic, type(None))  # bool is an int
+settings_version = [0]
+
 
 class Tracker:
     """The lock on adding state to a built layer during its call (locked by default)."""

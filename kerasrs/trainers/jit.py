@@ -46,7 +46,7 @@ from kerasrs import random as random_module
 from kerasrs.backend import settings
 from kerasrs.graph import tracing
 from kerasrs.graph.train_step import HYPER, hyper_feeds, update_rule
-from kerasrs.layers import padding
+from kerasrs.layers import padding, tracking
 from kerasrs.trainers import compile_utils, data_adapter
 
 KINDS = ("train", "test", "predict")
@@ -127,6 +127,8 @@ class JitSteps:
         self.model, self.strict = model, mode == "strict"
         self.entries = collections.OrderedDict()  # key -> _Entry, least recently used first
         self.evicted = False  # warned about the cap (`MAX_PROGRAMS`)
+        self._layers_read = (None, 0)  # (settings_version, `_layer_settings`)
+        self._readings = {}  # layer settings -> its number
         self.eager = {}  # kind -> why it runs eagerly
 
     # -- the three steps ---------------------------------------------------------------------
@@ -213,6 +215,7 @@ class JitSteps:
         kind = key[0]
         if kind in self.eager:
             return None
+        key += (self._layer_settings(),)
         entry = self.entries.get(key)
         if entry is not None:
             self.entries.move_to_end(key)
@@ -230,6 +233,22 @@ class JitSteps:
         except (tracing.TraceError, NotImplementedError) as e:
             return self._fall_back(kind, e)
         return entry
+
+    def _layer_settings(self):
+        """The public scalar settings of the model and its layers (``Dropout.rate``,
+        BatchNormalization's ``momentum``...), part of every step's key: a trace holds them as
+        constants, so a callback changing one gets a new program, as a changed optimizer
+        setting does (`_settings`). Read again only when a layer setting was assigned since
+        (`kerasrs.layers.tracking.settings_version`)."""
+        version = tracking.settings_version[0]
+        if self._layers_read[0] != version:
+            read = tuple((id(layer), k, v) for layer in self.model._flatten_layers()
+                         for k, v in vars(layer).items()
+                         if k[0] != "_" and isinstance(v, tracking.SETTING_TYPES) and
+                         k not in _NOT_SETTINGS)
+            # a small number per distinct reading: the key hashes it on every step
+            self._layers_read = (version, self._readings.setdefault(read, len(self._readings)))
+        return self._layers_read[1]
 
     def _keep_few(self):
         """Drop the least recently used programs beyond `MAX_PROGRAMS` (each holds its planned
@@ -417,6 +436,7 @@ def _settings(optimizer, feeds):
 
 
 _SETTINGS = (int, float, np.generic, type(None))  # bool is an int; NumPy scalars too
+_NOT_SETTINGS = ("name", "built", "stop_training", "compiled")  # the trainer's, not the step's
 
 
 def _trace(fn, feeds):
@@ -436,8 +456,10 @@ def _check_same(first, second, kind):
             raise tracing.TraceError(
                 f"kerasrs.graph: the {kind} step's graph differs between two batches at node "
                 f"%{i} ({what}): the step computes it outside recorded ops from the values (on "
-                f"the raw arrays, from random numbers drawn on the host, or by Python control "
-                f"flow on a tensor), so a replay would freeze it. Received: {a.op} then {b.op}",
+                f"the raw arrays, from random numbers drawn on the host, by Python control "
+                f"flow on a tensor, or from a Python value that changes between steps and is "
+                f"not a public scalar setting of a layer or of the optimizer), so a replay "
+                f"would freeze it. Received: {a.op} then {b.op}",
                 what)
     raise tracing.TraceError(f"kerasrs.graph: the {kind} step's graph differs between two "
                              f"batches ({len(first)} then {len(second)} nodes, outputs "
