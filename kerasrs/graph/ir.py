@@ -193,15 +193,50 @@ def _check(graph):
                 raise ValueError(f"Graph: two {kind} nodes named {node.name!r} (%{first} and "
                                  f"%{i}) of different types; a name binds one value. "
                                  f"Received: {graph.nodes[first].type} and {node.type}")
+    for i, node in enumerate(graph.nodes):
+        if node.op in STRUCTURAL:
+            _check_structural(graph, i, node)
     params = graph.parameter_ids()
     for name, j in list(graph.outputs.items()) + list(graph.updates.items()):
         if not 0 <= j < len(graph.nodes):
             raise ValueError(f"Graph: {name!r} refers to %{j}, but the graph has "
                              f"{len(graph.nodes)} nodes.")
+        if graph.nodes[j].op == "vjp":
+            raise ValueError(f"Graph: {name!r} is %{j}, a vjp node: its gradients are "
+                             f"reached through pick nodes.")
     for name in graph.updates:
         if name not in params:
             raise ValueError(f"Graph: update of {name!r}, which is no parameter of the graph. "
                              f"Received: parameters {sorted(params)}")
+
+
+# A structural node's number of inputs (least, most) and the attributes it needs, of what type
+_ARITY = {"input": (0, 0), "parameter": (0, 0), "constant": (0, 0), "gradient": (2, 3),
+          "assert_computed": (1, 1), "vjp": (2, 2), "pick": (1, 1), "saved": (1, 1)}
+_NEEDS = {"input": ("name", str), "parameter": ("name", str), "vjp": ("needs", tuple),
+          "pick": ("index", int), "saved": ("attr", str)}
+
+
+def _check_structural(graph, i, node):
+    """Raise ValueError for a structural node (a written graph's line) whose inputs or
+    attributes its step could not use: it failed deep inside a run, naming nothing."""
+    least, most = _ARITY[node.op]
+    where = f"Graph: %{i} = {node.op}(...)"
+    if not least <= len(node.inputs) <= most:
+        raise ValueError(f"{where} takes {least}" + (f" to {most}" if most > least else "") +
+                         f" inputs. Received: {len(node.inputs)}")
+    attr, kind = _NEEDS.get(node.op, (None, None))
+    if attr is not None and not isinstance(node.attrs.get(attr), kind):
+        raise ValueError(f"{where} needs the attribute {attr!r} ({kind.__name__}). "
+                         f"Received: attributes {node.attrs}")
+    if node.op in FUNCTION_USERS and graph.nodes[node.inputs[0]].op in STRUCTURAL:
+        raise ValueError(f"{where} takes an op node first (its Function's work is used). "
+                         f"Received: %{node.inputs[0]} ({graph.nodes[node.inputs[0]].op})")
+    if node.op == "pick":
+        source = graph.nodes[node.inputs[0]].type
+        if not isinstance(source, tuple) or not 0 <= node.attrs["index"] < len(source):
+            raise ValueError(f"{where} picks item {node.attrs['index']} of %{node.inputs[0]}, "
+                             f"which is not a tuple of that many. Received: type {source}")
 
 
 class Builder:

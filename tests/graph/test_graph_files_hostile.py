@@ -153,3 +153,28 @@ def test_an_op_line_without_its_attributes_is_refused_naming_them():
     with pytest.raises(ValueError, match=re.escape(
             "%1 = sum(...) needs the attributes ['axis', 'keepdims']. Received: []")):
         g.run(x=np.ones(3, "float32"))
+
+
+@pytest.mark.parametrize("line,message", [
+    ("%1 = pick(%0) : float32[3]", "needs the attribute 'index'"),
+    ("%1 = saved(%0) : float32[3]", "needs the attribute 'attr'"),
+    ("%1 = saved(%0) {attr='x'} : float32[3]", "takes an op node first"),
+    ("%1 = vjp(%0, %0) {needs=(True,)} : (float32[3])", "takes an op node first"),
+    ("%1 = gradient(%0) : float32[3]", "takes 2 to 3 inputs"),
+    ("%1 = assert_computed(%0, %0) : float32[3]", "takes 1 inputs"),
+    ("%1 = pick(%0) {index=0} : float32[3]", "not a tuple"),
+    ("%1 = input(%0) {name='z'} : float32[3]", "takes 0 inputs"),
+])
+def test_a_malformed_structural_line_is_refused_naming_it(line, message):
+    """These parsed, then failed inside a run with a bare KeyError or IndexError."""
+    text = f"graph {{\n %0 = input {{name='x'}} : float32[3]\n {line}\n output 'y' = %0\n}}"
+    with pytest.raises(ValueError, match=message) as raised:
+        graph.parse(text)
+    assert "%1" in str(raised.value)
+
+
+def test_a_vjp_node_is_no_output():
+    text = ("graph {\n %0 = input {name='x'} : float32[3]\n %1 = exp(%0) : float32[3]\n"
+            " %2 = vjp(%1, %0) {needs=(True,)} : (float32[3])\n output 'y' = %2\n}")
+    with pytest.raises(ValueError, match="'y' is %2, a vjp node"):
+        graph.parse(text)

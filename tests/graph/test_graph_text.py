@@ -142,18 +142,36 @@ def random_graphs(draw):
                                          .filter(lambda k: k != "value") | st.sampled_from(
                                              ["as", "if", "lambda", "None"]),
                                          attr_values, max_size=3))
-            if kind == "op":
-                op = draw(st.sampled_from(["add", "matmul", "my_pkg.op", "sum", "pick",
-                                           "gradient", "assert_computed"]))
-                b.add(op, inputs, attrs, draw(tensor_types()), site=site)
-            else:
+            # structural nodes are well formed (a Graph refuses others: ir._check_structural)
+            ops = [j for j, node in enumerate(b.nodes) if node.op in PLAIN_OPS]
+            tuples = [j for j, node in enumerate(b.nodes)
+                      if isinstance(node.type, tuple) and node.type]
+            if kind == "vjp" and ops:
                 types = tuple(draw(st.lists(st.none() | tensor_types(), max_size=3)))
-                b.add("vjp", inputs, attrs, types, site=site)
-    outputs = draw(st.dictionaries(names, st.integers(0, n - 1), max_size=3))
+                attrs["needs"] = tuple(draw(st.lists(st.booleans(), max_size=3)))
+                b.add("vjp", (draw(st.sampled_from(ops)),) + tuple(inputs[:1]), attrs, types,
+                      site=site)
+                continue
+            op = draw(st.sampled_from(PLAIN_OPS + ("gradient", "assert_computed") +
+                                      (("pick",) if tuples else ())))
+            if op == "gradient":
+                inputs = (inputs * 3)[:draw(st.integers(2, 3))]
+            elif op == "assert_computed":
+                inputs = inputs[:1]
+            elif op == "pick":
+                inputs = [draw(st.sampled_from(tuples))]
+                attrs["index"] = draw(st.integers(0, len(b.nodes[inputs[0]].type) - 1))
+            b.add(op, inputs, attrs, draw(tensor_types()), site=site)
+    n = len(b.nodes)
+    ends = [j for j, node in enumerate(b.nodes) if node.op != "vjp"]
+    outputs = draw(st.dictionaries(names, st.sampled_from(ends), max_size=3))
     params = [node.name for node in b.nodes if node.op == "parameter"]
-    updates = draw(st.dictionaries(st.sampled_from(params), st.integers(0, n - 1),
+    updates = draw(st.dictionaries(st.sampled_from(params), st.sampled_from(ends),
                                    max_size=2)) if params else {}
     return b.graph(outputs, updates)
+
+
+PLAIN_OPS = ("add", "matmul", "my_pkg.op", "sum")
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
