@@ -204,10 +204,12 @@ def test_sigint_while_waiting_for_a_slow_worker_stops_the_workers(processes):
     model = _identity()
     data = Numbers(n=40, batch_size=2, delay=0.2, workers=2, use_multiprocessing=processes)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    # started with the training loop, not before fit: on a loaded machine fit's set-up took
+    # longer than the timer and the test was flaky
+    start = kerasrs.callbacks.LambdaCallback(on_train_begin=lambda logs: timer.start())
     try:
         with pytest.raises(KeyboardInterrupt):
-            model.fit(data, epochs=5, verbose=0)
+            model.fit(data, epochs=5, verbose=0, callbacks=[start])
     finally:
         timer.join()
     assert not _no_worker_threads() and not multiprocessing.active_children()
