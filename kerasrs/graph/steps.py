@@ -30,7 +30,11 @@ def op_step(plan, i, node):
 
     def step(values, fns):
         args = [_wrap(values[j]) for j in args_ids]
-        fn = make(attrs, [values[j] for j in data_ids])
+        try:
+            fn = make(attrs, [values[j] for j in data_ids])
+        except KeyError as e:  # an op with its own make (conv, pooling...): an attribute left out
+            raise ValueError(f"kerasrs.graph: %{i} = {node.op}(...) needs the attribute {e}. "
+                             f"Received: attributes {sorted(attrs)}") from None
         values[i] = fn.apply(*args).data
         if keep:
             fns[i] = fn
@@ -43,7 +47,10 @@ def op_step(plan, i, node):
     out = out if where == "buffer" else None  # a planned buffer (Function.writes_out)
 
     def direct(values, fns):  # Function.apply's work for arrays of one backend, no tape
-        fn = make(attrs, [values[j] for j in data_ids])
+        try:
+            fn = make(attrs, [values[j] for j in data_ids])
+        except KeyError:
+            return step(values, fns)  # again through step: its error names the node
         fn.backend, fn.xp, fn.out = be, xp, out
         try:
             y = fn.forward(*[values[j] for j in args_ids])

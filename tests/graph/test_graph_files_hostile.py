@@ -178,3 +178,12 @@ def test_a_vjp_node_is_no_output():
             " %2 = vjp(%1, %0) {needs=(True,)} : (float32[3])\n output 'y' = %2\n}")
     with pytest.raises(ValueError, match="'y' is %2, a vjp node"):
         graph.parse(text)
+
+
+def test_an_op_with_its_own_make_missing_an_attribute_is_refused_naming_the_node():
+    """cast's Function is made from its 'dtype': a line without it was a bare KeyError."""
+    g = graph.parse("graph {\n %0 = input {name='x'} : float32[3]\n"
+                    " %1 = cast(%0) : float64[3]\n output 'y' = %1\n}")
+    for run in (graph.compile(g), g.run):
+        with pytest.raises(ValueError, match=r"%1 = cast\(...\) needs the attribute 'dtype'"):
+            run(x=np.ones(3, "float32"))
