@@ -35,6 +35,7 @@ Not traced (they run eagerly): an overridden ``train_step``/``test_step``/``pred
 import collections
 import contextlib
 import dataclasses
+import itertools
 import warnings
 
 import numpy as np
@@ -128,7 +129,7 @@ class JitSteps:
         self.entries = collections.OrderedDict()  # key -> _Entry, least recently used first
         self.evicted = False  # warned about the cap (`MAX_PROGRAMS`)
         self._layers_read = (None, 0)  # (settings_version, `_layer_settings`)
-        self._readings = {}  # layer settings -> its number
+        self._readings, self._numbers = {}, itertools.count()  # layer settings -> number
         self.eager = {}  # kind -> why it runs eagerly
 
     # -- the three steps ---------------------------------------------------------------------
@@ -246,8 +247,14 @@ class JitSteps:
                          for k, v in vars(layer).items()
                          if k[0] != "_" and isinstance(v, tracking.SETTING_TYPES) and
                          k not in _NOT_SETTINGS)
-            # a small number per distinct reading: the key hashes it on every step
-            self._layers_read = (version, self._readings.setdefault(read, len(self._readings)))
+            # a number per distinct reading (the key hashes it on every step), never reused;
+            # the oldest readings are forgotten as the oldest programs are (`_keep_few`)
+            number = self._readings.get(read)
+            if number is None:
+                number = self._readings[read] = next(self._numbers)
+                if len(self._readings) > MAX_PROGRAMS:
+                    del self._readings[next(iter(self._readings))]
+            self._layers_read = (version, number)
         return self._layers_read[1]
 
     def _keep_few(self):

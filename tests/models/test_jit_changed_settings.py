@@ -204,3 +204,30 @@ def test_a_layer_setting_changed_by_a_callback_reaches_the_replayed_step(index, 
     assert jit_losses == eager_losses
     for a, b in zip(jit_weights, eager_weights):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_layer_setting_changed_every_batch_keeps_bounded_state_and_the_eager_numbers():
+    class EveryBatch(kerasrs.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.model.layers[1].rate = 0.1 + 0.01 * batch
+
+    def train(jit_compile):
+        kerasrs.utils.set_random_seed(0)
+        model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(4), layers.Dropout(0.1),
+                                    layers.Dense(1)])
+        model.compile("sgd", "mse", jit_compile=jit_compile)
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(60, 6)).astype("float32")
+        y = rng.normal(size=(60, 1)).astype("float32")
+        model.fit(x, y, batch_size=2, epochs=1, verbose=0, shuffle=False,
+                  callbacks=[EveryBatch()])
+        return model
+
+    from kerasrs.trainers import jit
+    eager = train(False)
+    with pytest.warns(UserWarning, match="step programs"):
+        replayed = train(True)
+    assert len(replayed._jit._readings) <= jit.MAX_PROGRAMS
+    assert len(replayed._jit.entries) <= jit.MAX_PROGRAMS
+    for a, b in zip(replayed.get_weights(), eager.get_weights()):
+        np.testing.assert_array_equal(a, b)
