@@ -25,6 +25,15 @@ def _with(optimizer, **settings):
     return optimizer
 
 
+def _assert_same(replayed, eager):
+    """Equal weights (lists of arrays) bit for bit; or equal ``(losses, weights)`` pairs."""
+    if isinstance(replayed, tuple):
+        assert replayed[0] == eager[0]
+        replayed, eager = replayed[1], eager[1]
+    for a, b in zip(replayed, eager, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def _train(optimizer, name, value, jit_compile):
     kerasrs.utils.set_random_seed(0)
     model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(8, activation="tanh"),
@@ -47,11 +56,7 @@ def _train(optimizer, name, value, jit_compile):
     (lambda: kerasrs.optimizers.SGD(0.05, clipvalue=10.0), "clipvalue", 1e-4),
 ])
 def test_a_setting_changed_by_a_callback_reaches_the_replayed_update(optimizer, name, value):
-    eager_losses, eager_weights = _train(optimizer, name, value, False)
-    jit_losses, jit_weights = _train(optimizer, name, value, True)
-    assert jit_losses == eager_losses
-    for a, b in zip(jit_weights, eager_weights):
-        np.testing.assert_array_equal(a, b)
+    _assert_same(_train(optimizer, name, value, True), _train(optimizer, name, value, False))
 
 
 class _ChangeInner(kerasrs.callbacks.Callback):
@@ -76,8 +81,7 @@ def _train_scaled(jit_compile, change):
 def test_a_setting_of_the_loss_scale_optimizers_inner_optimizer_reaches_the_replay():
     """The wrapped optimizer's settings are part of the step's key too."""
     eager, replayed = _train_scaled(False, True), _train_scaled(True, True)
-    for a, b in zip(replayed, eager):
-        np.testing.assert_array_equal(a, b)
+    _assert_same(replayed, eager)
     unchanged = _train_scaled(False, False)
     assert any(not np.array_equal(a, b) for a, b in zip(eager, unchanged))
 
@@ -87,29 +91,33 @@ class _EveryBatch(kerasrs.callbacks.Callback):
         self.model.optimizer.momentum = 0.5 + 0.01 * (batch % 25)
 
 
+def _fit_every_batch(stack, optimizer, callback, jit_compile):
+    """A model of ``stack()`` on 6 features trained for 30 batches of 2 with ``callback``."""
+    kerasrs.utils.set_random_seed(0)
+    model = kerasrs.Sequential([layers.Input((6,))] + stack())
+    model.compile(optimizer, "mse", jit_compile=jit_compile)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(60, 6)).astype("float32"), rng.normal(size=(60, 1)).astype("float32")
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0, shuffle=False, callbacks=[callback])
+    return model
+
+
 def test_a_setting_changed_every_batch_keeps_a_bounded_number_of_programs():
     """Each value is its own program; the oldest are dropped past MAX_PROGRAMS, with one
     warning, and the numbers stay the eager ones."""
     from kerasrs.trainers import jit
 
     def train(jit_compile):
-        kerasrs.utils.set_random_seed(0)
-        model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(1)])
-        model.compile(kerasrs.optimizers.SGD(0.05, momentum=0.5), "mse", jit_compile=jit_compile)
-        rng = np.random.default_rng(0)
-        x = rng.normal(size=(60, 6)).astype("float32")
-        y = rng.normal(size=(60, 1)).astype("float32")
-        model.fit(x, y, batch_size=2, epochs=1, verbose=0, shuffle=False,
-                  callbacks=[_EveryBatch()])
-        return model
+        return _fit_every_batch(lambda: [layers.Dense(1)],
+                                kerasrs.optimizers.SGD(0.05, momentum=0.5), _EveryBatch(),
+                                jit_compile)
 
     eager = train(False)
     with pytest.warns(UserWarning, match="more than 16 step programs") as seen:
         replayed = train(True)
     assert sum("step programs" in str(w.message) for w in seen) == 1
     assert len(replayed._jit.entries) == jit.MAX_PROGRAMS
-    for a, b in zip(replayed.get_weights(), eager.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    _assert_same(replayed.get_weights(), eager.get_weights())
 
 
 def test_predict_over_many_batch_sizes_keeps_a_bounded_number_of_programs():
@@ -147,10 +155,7 @@ def test_a_layer_frozen_by_a_callback_stops_training_in_the_replay_too():
                                 callbacks=[_Freeze()])
         return history.history["loss"], model.get_weights()
 
-    (eager_losses, eager_weights), (jit_losses, jit_weights) = train(False), train(True)
-    assert jit_losses == eager_losses
-    for a, b in zip(jit_weights, eager_weights):
-        np.testing.assert_array_equal(a, b)
+    _assert_same(train(True), train(False))
 
 
 def test_an_optimizer_built_for_another_model_is_refused_naming_the_variables():
@@ -200,10 +205,7 @@ def test_a_layer_setting_changed_by_a_callback_reaches_the_replayed_step(index, 
                             callbacks=[_SetLayer(index, name, value)])
         return history.history["loss"], model.get_weights()
 
-    (eager_losses, eager_weights), (jit_losses, jit_weights) = train(False), train(True)
-    assert jit_losses == eager_losses
-    for a, b in zip(jit_weights, eager_weights):
-        np.testing.assert_array_equal(a, b)
+    _assert_same(train(True), train(False))
 
 
 def test_a_layer_setting_changed_every_batch_keeps_bounded_state_and_the_eager_numbers():
@@ -212,16 +214,8 @@ def test_a_layer_setting_changed_every_batch_keeps_bounded_state_and_the_eager_n
             self.model.layers[1].rate = 0.1 + 0.01 * batch
 
     def train(jit_compile):
-        kerasrs.utils.set_random_seed(0)
-        model = kerasrs.Sequential([layers.Input((6,)), layers.Dense(4), layers.Dropout(0.1),
-                                    layers.Dense(1)])
-        model.compile("sgd", "mse", jit_compile=jit_compile)
-        rng = np.random.default_rng(0)
-        x = rng.normal(size=(60, 6)).astype("float32")
-        y = rng.normal(size=(60, 1)).astype("float32")
-        model.fit(x, y, batch_size=2, epochs=1, verbose=0, shuffle=False,
-                  callbacks=[EveryBatch()])
-        return model
+        return _fit_every_batch(lambda: [layers.Dense(4), layers.Dropout(0.1), layers.Dense(1)],
+                                "sgd", EveryBatch(), jit_compile)
 
     from kerasrs.trainers import jit
     eager = train(False)
@@ -229,5 +223,4 @@ def test_a_layer_setting_changed_every_batch_keeps_bounded_state_and_the_eager_n
         replayed = train(True)
     assert len(replayed._jit._readings) <= jit.MAX_PROGRAMS
     assert len(replayed._jit.entries) <= jit.MAX_PROGRAMS
-    for a, b in zip(replayed.get_weights(), eager.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    _assert_same(replayed.get_weights(), eager.get_weights())
