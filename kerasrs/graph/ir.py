@@ -176,26 +176,23 @@ class Graph:
 
 
 def _check(graph):
-    """Raise ValueError unless every input id is an earlier node, every root exists and the
-    inputs (and the parameters) of one name are of one type."""
+    """Raise ValueError unless every input id is an earlier node, every structural node is
+    well formed, the inputs (and the parameters) of one name are of one type, and every root
+    exists and is no vjp."""
+    leaves = {}  # (kind, name) -> its first node: one name, one value (CSE merges them)
     for i, node in enumerate(graph.nodes):
         for j in node.inputs:
             if not 0 <= j < i:
                 raise ValueError(f"Graph: node %{i} ({node.op}) uses %{j}, which is not an "
                                  f"earlier node. Received: inputs {node.inputs}")
-    for kind in ("input", "parameter"):  # one name, one value: equal types (CSE merges them)
-        seen = {}
-        for i, node in enumerate(graph.nodes):
-            if node.op != kind:
-                continue
-            first = seen.setdefault(node.name, i)
-            if graph.nodes[first].type != node.type:
-                raise ValueError(f"Graph: two {kind} nodes named {node.name!r} (%{first} and "
-                                 f"%{i}) of different types; a name binds one value. "
-                                 f"Received: {graph.nodes[first].type} and {node.type}")
-    for i, node in enumerate(graph.nodes):
         if node.op in STRUCTURAL:
             _check_structural(graph, i, node)
+        if node.op in ("input", "parameter"):
+            first = leaves.setdefault((node.op, node.name), i)
+            if graph.nodes[first].type != node.type:
+                raise ValueError(f"Graph: two {node.op} nodes named {node.name!r} (%{first} "
+                                 f"and %{i}) of different types; a name binds one value. "
+                                 f"Received: {graph.nodes[first].type} and {node.type}")
     params = graph.parameter_ids()
     for name, j in list(graph.outputs.items()) + list(graph.updates.items()):
         if not 0 <= j < len(graph.nodes):

@@ -319,8 +319,9 @@ class Plan:
     def _writing_ops(self, outputs):
         """``[(position, id)]``: the large results (NumPy only) of op nodes whose Function
         `writes_out`, and the gradients its ``vjp`` gives to ``pick`` nodes where it
-        `writes_grad_out` (written at the vjp's position). A buffer kept across steps is cheaper than a fresh array, which the
-        allocator may have to fault in page by page each step (the transformer benchmark: most
+        `writes_grad_out` (written at the vjp's position). A buffer kept across steps is
+        cheaper than a fresh array, which the allocator may have to fault in page by page each
+        step (the transformer benchmark: most
         of its ~3,500 page faults per step were its projections', residual adds' and layer
         norms' results). Not graph outputs and not parameter updates (returned or copied)."""
         if self.device is not None or not self.fuse:

@@ -33,6 +33,8 @@ def op_step(plan, i, node):
         try:
             fn = make(attrs, [values[j] for j in data_ids])
         except KeyError as e:  # an op with its own make (conv, pooling...): an attribute left out
+            if not e.args or e.args[0] in attrs:
+                raise  # another KeyError of the make: not a missing attribute
             raise ValueError(f"kerasrs.graph: %{i} = {node.op}(...) needs the attribute {e}. "
                              f"Received: attributes {sorted(attrs)}") from None
         values[i] = fn.apply(*args).data

@@ -134,9 +134,9 @@ def parse(text, arrays=None):
     Raises:
         ValueError: naming the line, for any syntax error, a node id out of order, an
             unknown or non-numeric dtype, a constant whose value is not of its declared type,
-            a ``file(...)`` constant missing from ``arrays``, or a second output or update
-            of one name; and for two inputs (or parameters) of one name
-            and different types.
+            a ``file(...)`` constant missing from ``arrays``, a second output or update of one
+            name, two inputs (or parameters) of one name and different types, or a structural
+            node (``vjp``, ``pick``, ``gradient``...) without the inputs or attributes it needs.
         TypeError: if ``text`` is not a str.
     """
     if not isinstance(text, str):

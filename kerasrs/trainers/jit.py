@@ -243,10 +243,8 @@ class JitSteps:
         (`kerasrs.layers.tracking.settings_version`)."""
         version = tracking.settings_version[0]
         if self._layers_read[0] != version:
-            read = tuple((id(layer), k, v) for layer in self.model._flatten_layers()
-                         for k, v in vars(layer).items()
-                         if k[0] != "_" and isinstance(v, tracking.SETTING_TYPES) and
-                         k not in _NOT_SETTINGS)
+            read = tuple((id(layer), _public_settings(layer))
+                         for layer in self.model._flatten_layers())
             # a number per distinct reading (the key hashes it on every step), never reused;
             # the oldest readings are forgotten as the oldest programs are (`_keep_few`)
             number = self._readings.get(read)
@@ -435,14 +433,19 @@ def _settings(optimizer, feeds):
     part of the train step's key: a callback that changes one gets a new program, reading the
     new value as the eager step does (it was kept at the traced value, silently). A wrapper's
     ``inner_optimizer`` (`LossScaleOptimizer`) adds its own settings."""
-    own = tuple((k, v) for k, v in vars(optimizer).items()
-                if isinstance(v, _SETTINGS) and k[0] != "_" and k not in ("name", "built") and
-                HYPER + k not in feeds)
+    own = tuple((k, v) for k, v in _public_settings(optimizer) if HYPER + k not in feeds)
     inner = getattr(optimizer, "inner_optimizer", None)
     return own if inner is None else own + (("inner_optimizer", _settings(inner, feeds)),)
 
 
-_SETTINGS = (int, float, np.generic, type(None))  # bool is an int; NumPy scalars too
+def _public_settings(obj):
+    """``((name, value), ...)``: the public scalar attributes of a layer or optimizer (Python
+    and NumPy numbers, bools, str, None), but the trainer's own (`_NOT_SETTINGS`)."""
+    return tuple((k, v) for k, v in vars(obj).items()
+                 if k[0] != "_" and isinstance(v, tracking.SETTING_TYPES) and
+                 k not in _NOT_SETTINGS)
+
+
 _NOT_SETTINGS = ("name", "built", "stop_training", "compiled")  # the trainer's, not the step's
 
 
