@@ -223,7 +223,8 @@ def _check_structural(graph, i, node):
         raise ValueError(f"{where} takes {least}" + (f" to {most}" if most > least else "") +
                          f" inputs. Received: {len(node.inputs)}")
     attr, kind = _NEEDS.get(node.op, (None, None))
-    if attr is not None and not isinstance(node.attrs.get(attr), kind):
+    value = node.attrs.get(attr)
+    if attr is not None and (not isinstance(value, kind) or isinstance(value, bool)):
         raise ValueError(f"{where} needs the attribute {attr!r} ({kind.__name__}). "
                          f"Received: attributes {node.attrs}")
     if node.op in FUNCTION_USERS and graph.nodes[node.inputs[0]].op in STRUCTURAL:

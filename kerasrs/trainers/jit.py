@@ -433,16 +433,16 @@ def _settings(optimizer, feeds):
     part of the train step's key: a callback that changes one gets a new program, reading the
     new value as the eager step does (it was kept at the traced value, silently). A wrapper's
     ``inner_optimizer`` (`LossScaleOptimizer`) adds its own settings."""
-    own = tuple((k, v) for k, v in _public_settings(optimizer) if HYPER + k not in feeds)
+    own = tuple(item for item in _public_settings(optimizer) if HYPER + item[0] not in feeds)
     inner = getattr(optimizer, "inner_optimizer", None)
     return own if inner is None else own + (("inner_optimizer", _settings(inner, feeds)),)
 
 
 def _public_settings(obj):
-    """``((name, value), ...)``: the public scalar attributes of a layer or optimizer (Python
+    """``((name, type, value), ...)``: the public scalar attributes of a layer or optimizer (Python
     and NumPy numbers, bools, str, None), but the trainer's own (`_NOT_SETTINGS`)."""
-    return tuple((k, v) for k, v in vars(obj).items()
-                 if k[0] != "_" and isinstance(v, tracking.SETTING_TYPES) and
+    return tuple((k, type(v), v) for k, v in vars(obj).items()  # 0.99 and np.float64(0.99)
+                 if k[0] != "_" and isinstance(v, tracking.SETTING_TYPES) and  # differ (NEP 50)
                  k not in _NOT_SETTINGS)
 
 

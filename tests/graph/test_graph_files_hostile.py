@@ -163,6 +163,7 @@ def test_an_op_line_without_its_attributes_is_refused_naming_them():
     ("%1 = gradient(%0) : float32[3]", "takes 2 to 3 inputs"),
     ("%1 = assert_computed(%0, %0) : float32[3]", "takes 1 inputs"),
     ("%1 = pick(%0) {index=0} : float32[3]", "not a tuple"),
+    ("%1 = pick(%0) {index=True} : float32[3]", "needs the attribute 'index'"),
     ("%1 = input(%0) {name='z'} : float32[3]", "takes 0 inputs"),
 ])
 def test_a_malformed_structural_line_is_refused_naming_it(line, message):

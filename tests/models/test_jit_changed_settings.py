@@ -224,3 +224,19 @@ def test_a_layer_setting_changed_every_batch_keeps_bounded_state_and_the_eager_n
     assert len(replayed._jit._readings) <= jit.MAX_PROGRAMS
     assert len(replayed._jit.entries) <= jit.MAX_PROGRAMS
     _assert_same(replayed.get_weights(), eager.get_weights())
+
+
+def test_a_setting_replaced_by_an_equal_number_of_another_type_retraces():
+    """``momentum = np.float64(0.99)`` over the float 0.99 changes the eager numbers (a NumPy
+    float64 scalar promotes a float32 array under NEP 50): the replay follows."""
+    def train(jit_compile):
+        return _fit_every_batch(lambda: [layers.Dense(4), layers.BatchNormalization(),
+                                         layers.Dense(1)], "sgd", _NumpyMomentum(), jit_compile)
+
+    _assert_same(train(True).get_weights(), train(False).get_weights())
+
+
+class _NumpyMomentum(kerasrs.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == 10:
+            self.model.layers[1].momentum = np.float64(self.model.layers[1].momentum)
